@@ -1,0 +1,72 @@
+"""The Dash app: `create_app(settings)` builds it, `python -m dashboard.app` serves it."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from pathlib import Path
+
+import dash
+from dash import set_props
+from flask import jsonify
+
+from dashboard import __version__
+from dashboard.figures import theme  # noqa: F401  (registers the plotly template)
+from dashboard.layouts import context
+from dashboard.settings import Settings
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+log = logging.getLogger("dashboard")
+
+
+def _show_callback_error(error: Exception) -> None:
+    """Any callback that fails shows its error in the banner; the app keeps serving."""
+    log.error("callback failed: %s", "".join(traceback.format_exception(error)))
+    set_props("error-banner", {"children": f"Something went wrong: {type(error).__name__}: {error}",
+                               "is_open": True})
+
+
+def create_app(settings: Settings | None = None) -> dash.Dash:
+    """Build the app for one data folder; seeds the demo into an empty folder if asked."""
+    settings = settings or Settings.from_env()
+    store = context.configure(settings)
+    store.runs_dir.mkdir(parents=True, exist_ok=True)
+    store.remove_stale_staging()
+    if settings.seed_demo:
+        from dashboard.demo import seed_demo_if_empty
+
+        seed_demo_if_empty(store)
+
+    app = dash.Dash(
+        __name__,
+        use_pages=True,
+        pages_folder=str(PACKAGE_DIR / "pages"),
+        assets_folder=str(PACKAGE_DIR / "assets"),
+        # Bootstrap is served from assets/ (vendored 5.3.9, MIT): team servers often have no CDN access.
+        suppress_callback_exceptions=True,
+        title="dashboard",
+        update_title=None,
+        on_error=_show_callback_error,
+    )
+    from dashboard.layouts.shell import shell  # after use_pages so the registry is filled
+
+    app.layout = shell
+    server = app.server
+    server.config["MAX_CONTENT_LENGTH"] = settings.max_upload_mb * 1024 * 1024
+
+    @server.route("/health")
+    def health():  # type: ignore[no-untyped-def]
+        return jsonify({"status": "ok", "version": __version__, "runs": len(store.list_runs())})
+
+    return app
+
+
+def main() -> None:
+    """`python -m dashboard.app`: serve, or run a subcommand (see --help)."""
+    from dashboard.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""The one entry point: `python -m dashboard.app` (or `dashboard`) and its subcommands.
+
+click gives us `--help` for every flag and environment-variable fallbacks
+(CLI > env > default) without hand-written parsing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import click
+
+from dashboard.collectors.base import IngestError
+from dashboard.settings import DEFAULT_HOST, DEFAULT_MAX_UPLOAD_MB, DEFAULT_PORT, Settings
+
+DATA_OPTION = click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default="data",
+    show_default=True,
+    envvar="DASHBOARD_DATA",
+    show_envvar=True,
+    help="Data folder holding runs/.",
+)
+
+
+class StderrProgress:
+    """Progress on stderr: a bar on a terminal, occasional lines elsewhere."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self.last_print = 0.0
+        self.last_message = ""
+
+    def __call__(self, fraction: float | None, message: str) -> None:
+        now = time.monotonic()
+        if message == self.last_message and now - self.last_print < 0.5:
+            return
+        self.last_print, self.last_message = now, message
+        percent = "" if fraction is None else f"{fraction * 100:5.1f}% "
+        line = f"{self.label}: {percent}{message}"
+        if self.tty:
+            sys.stderr.write("\r\x1b[2K" + line)
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@DATA_OPTION
+@click.option("--host", default=DEFAULT_HOST, show_default=True, envvar="DASHBOARD_HOST", show_envvar=True,
+              help="Interface to bind; 0.0.0.0 exposes the server to the network.")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=int, envvar="DASHBOARD_PORT",
+              show_envvar=True, help="TCP port to serve on.")
+@click.option("--debug/--no-debug", default=False, envvar="DASHBOARD_DEBUG", show_envvar=True,
+              help="Dash debug mode (hot reload, dev tools); tracebacks on errors.")
+@click.option("--max-upload-mb", default=DEFAULT_MAX_UPLOAD_MB, show_default=True, type=int,
+              envvar="DASHBOARD_MAX_UPLOAD_MB", show_envvar=True, help="Largest accepted upload.")
+@click.option("--no-demo", is_flag=True, help="Do not ingest the bundled demo into an empty data folder.")
+@click.version_option(package_name="dashboard")
+@click.pass_context
+def cli(ctx: click.Context, data_dir: Path, host: str, port: int, debug: bool, max_upload_mb: int,
+        no_demo: bool) -> None:
+    """GPU-profiling dashboard: where do my GPU time and memory go, and why?
+
+    Without a command, serves the dashboard for the data folder at http://HOST:PORT/.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+    if ctx.invoked_subcommand is not None:
+        return
+    settings = Settings(data_dir=data_dir, host=host, port=port, debug=debug,
+                        max_upload_mb=max_upload_mb, seed_demo=not no_demo)
+    from dashboard.app import create_app  # Dash loads only when serving
+
+    app = create_app(settings)
+    click.echo(f"dashboard: serving {settings.data_dir.resolve()} at http://{host}:{port}/", err=True)
+    app.run(host=host, port=port, debug=debug)
+
+
+def _fail(message: str, debug: bool) -> None:
+    if debug:
+        traceback.print_exc()
+    click.echo(message, err=True)
+    sys.exit(1)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@DATA_OPTION
+@click.option("--name", default=None, help="Run name (default: from the first input's file name).")
+@click.option("--debug", is_flag=True, default=False, help="Show a traceback on errors.")
+@click.pass_context
+def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: str | None, debug: bool) -> None:
+    """Detect the format of each file or folder (by content; .gz is transparent) and store one run.
+
+    Several files or a folder of per-rank traces become one run with a rank column.
+    Prints the created run id on stdout; progress goes to stderr.
+    """
+    from dashboard.store import RunStore
+
+    debug = debug or bool(ctx.obj and ctx.obj.get("debug"))
+    progress = StderrProgress("ingest")
+    try:
+        run_id = RunStore(data_dir).ingest(list(paths), name=name, progress=progress)
+    except IngestError as exc:
+        progress.done()
+        _fail(f"error: {exc}", debug)
+    except KeyboardInterrupt:
+        progress.done()
+        _fail("error: interrupted; no run was written", debug)
+    except Exception as exc:  # a parser bug must still name the inputs
+        progress.done()
+        names = ", ".join(str(p) for p in paths)
+        _fail(f"error: {names}: could not ingest ({type(exc).__name__}: {exc})", debug)
+    else:
+        progress.done()
+        click.echo(run_id)
+
+
+@cli.command("runs")
+@DATA_OPTION
+def list_runs(data_dir: Path) -> None:
+    """List the runs in the data folder, newest first."""
+    from dashboard.store import RunStore
+
+    infos = RunStore(data_dir).list_runs()
+    if not infos:
+        click.echo(f"no runs in {data_dir}", err=True)
+        return
+    width = max(len(info.id) for info in infos)
+    for info in infos:
+        evidence = ",".join(info.evidence) or "-"
+        click.echo(f"{info.id:<{width}}  {info.created}  {evidence:<28}  {info.total_rows:>10} rows")
+
+
+def _register_optional_commands() -> None:
+    # Capture needs no GPU to be listed; it explains itself when CUPTI is absent.
+    try:
+        from dashboard.capture import capture_command
+    except ImportError:
+        return
+    cli.add_command(capture_command)
+
+
+_register_optional_commands()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="dashboard")

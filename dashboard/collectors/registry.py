@@ -1,0 +1,216 @@
+"""Pick a collector for each input by sniffing its content, then run them.
+
+Files are recognised by what they contain, not by their name: the first
+collector whose `sniff` accepts a file's (decompressed) head owns it. A folder
+is walked, its recognised files are grouped per collector, and files nothing
+recognises are kept as sources but not parsed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from dashboard import schema
+from dashboard.collectors.base import (
+    Collected,
+    Collector,
+    IngestError,
+    ProgressFn,
+    no_progress,
+    probe_file,
+)
+
+# Order matters: the first collector that recognises a file owns it, so the
+# most specific formats come first.
+COLLECTOR_MODULES: tuple[str, ...] = (
+    "dashboard.collectors.nsys",
+    "dashboard.collectors.tt_memory",
+    "dashboard.collectors.triton_ws",
+    "dashboard.collectors.kineto",
+)
+
+_extra: list[Collector] = []
+
+
+def register(collector: Collector) -> None:
+    """Add a collector (tests and plugins); it is consulted before the built-ins."""
+    _extra.insert(0, collector)
+
+
+def unregister(collector: Collector) -> None:
+    if collector in _extra:
+        _extra.remove(collector)
+
+
+def collectors() -> list[Collector]:
+    """Every collector, in the order they are consulted."""
+    found: list[Collector] = list(_extra)
+    for module_name in COLLECTOR_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # not built yet in this checkout
+            raise
+        found.append(module.COLLECTOR)
+    return found
+
+
+def _describe_expected() -> str:
+    return "; ".join(c.description for c in collectors())
+
+
+@dataclass
+class Detection:
+    """Which collector owns which files, and what was given but not recognised."""
+
+    groups: dict[str, list[Path]] = field(default_factory=dict)
+    by_name: dict[str, Collector] = field(default_factory=dict)
+    ignored: list[Path] = field(default_factory=list)
+
+
+def _looks_binary(head: bytes) -> bool:
+    if b"\x00" in head:
+        return True
+    sample = head[:4096]
+    if not sample:
+        return False
+    text_like = sum(1 for byte in sample if byte >= 32 or byte in b"\n\r\t\f\b\x1b")
+    return text_like / len(sample) < 0.85
+
+
+def identify(path: Path, candidates: Sequence[Collector]) -> Collector | None:
+    """The collector that recognises one file, or None."""
+    probe = probe_file(path)
+    for collector in candidates:
+        if collector.sniff(probe):
+            return collector
+    return None
+
+
+def _unrecognised_problem(path: Path) -> str:
+    probe = probe_file(path)
+    kind = "binary data" if _looks_binary(probe.head) else "text"
+    gz = "gzip-compressed " if probe.compressed else ""
+    return f"unknown format: {gz}{kind} that no collector recognises (expected {_describe_expected()})"
+
+
+def _files_under(folder: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
+
+
+def detect(paths: Iterable[Path]) -> Detection:
+    """Group the given files and folders by the collector that recognises them."""
+    candidates = collectors()
+    detection = Detection()
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise IngestError(path, "no such file or folder")
+        if path.is_dir():
+            files = _files_under(path)
+            if not files:
+                raise IngestError(path, "the folder is empty")
+            recognised = 0
+            for file in files:
+                if file.stat().st_size == 0:
+                    detection.ignored.append(file)
+                    continue
+                collector = _identify_or_none(file, candidates)
+                if collector is None:
+                    detection.ignored.append(file)
+                    continue
+                recognised += 1
+                detection.groups.setdefault(collector.name, []).append(file)
+                detection.by_name[collector.name] = collector
+            if not recognised:
+                raise IngestError(
+                    path,
+                    f"nothing recognisable in this folder ({len(files)} files looked at; "
+                    f"expected {_describe_expected()})",
+                )
+            continue
+        if path.stat().st_size == 0:
+            raise IngestError(path, "the file is empty")
+        collector = identify(path, candidates)
+        if collector is None:
+            raise IngestError(path, _unrecognised_problem(path))
+        detection.groups.setdefault(collector.name, []).append(path)
+        detection.by_name[collector.name] = collector
+    return detection
+
+
+def _identify_or_none(path: Path, candidates: Sequence[Collector]) -> Collector | None:
+    # Inside a folder an unreadable stray file (a broken .gz beside good traces)
+    # must not sink the whole folder; it is kept as a source and reported.
+    try:
+        return identify(path, candidates)
+    except IngestError:
+        return None
+
+
+@dataclass
+class CollectedRun:
+    """Everything the store needs to write one run."""
+
+    tables: dict[str, pl.DataFrame]
+    metadata: dict[str, Any]
+    collectors: list[str]
+    warnings: list[str]
+    parse_seconds: float
+    ignored: list[Path]
+
+
+def _merge(frames: dict[str, list[pl.DataFrame]]) -> dict[str, pl.DataFrame]:
+    merged: dict[str, pl.DataFrame] = {}
+    for table, parts in frames.items():
+        conformed = [schema.conform(table, part) for part in parts]
+        merged[table] = conformed[0] if len(conformed) == 1 else pl.concat(conformed, how="vertical")
+    return merged
+
+
+def collect(paths: Sequence[Path], progress: ProgressFn = no_progress) -> CollectedRun:
+    """Detect and parse every input into one set of canonical tables."""
+    started = time.perf_counter()
+    progress(0.0, "detecting formats")
+    detection = detect(paths)
+    frames: dict[str, list[pl.DataFrame]] = {}
+    metadata: dict[str, Any] = {}
+    warnings = [f"{p}: not recognised, kept as a source but not parsed" for p in detection.ignored]
+    groups = list(detection.groups.items())
+    for position, (name, files) in enumerate(groups):
+        collector = detection.by_name[name]
+        low, high = position / len(groups), (position + 1) / len(groups)
+
+        def scaled(fraction: float | None, message: str, low: float = low, high: float = high,
+                   label: str = name) -> None:
+            done = None if fraction is None else low + (high - low) * min(max(fraction, 0.0), 1.0)
+            progress(done, f"{label}: {message}")
+
+        result: Collected = collector.collect(files, scaled)
+        for table, frame in result.tables.items():
+            frames.setdefault(table, []).append(frame)
+        if result.metadata:
+            metadata[name] = result.metadata
+        warnings.extend(result.warnings)
+    tables = {t: f for t, f in _merge(frames).items() if f.height > 0}
+    progress(1.0, "parsed")
+    return CollectedRun(
+        tables=tables,
+        metadata=metadata,
+        collectors=[name for name, _ in groups],
+        warnings=warnings,
+        parse_seconds=time.perf_counter() - started,
+        ignored=detection.ignored,
+    )

@@ -1,0 +1,38 @@
+"""The store the running app serves, reachable from page callbacks."""
+
+from __future__ import annotations
+
+from dashboard.jobs import IngestJobs
+from dashboard.settings import Settings
+from dashboard.store import RunStore
+
+_state: dict[str, object] = {}
+
+
+def configure(settings: Settings) -> RunStore:
+    store = RunStore(settings.data_dir)
+    _state["settings"] = settings
+    _state["store"] = store
+    _state["jobs"] = IngestJobs(store)
+    return store
+
+
+def current_store() -> RunStore:
+    store = _state.get("store")
+    if not isinstance(store, RunStore):
+        raise RuntimeError("the app is not configured: call dashboard.app.create_app first")
+    return store
+
+
+def current_jobs() -> IngestJobs:
+    jobs = _state.get("jobs")
+    if not isinstance(jobs, IngestJobs):
+        raise RuntimeError("the app is not configured: call dashboard.app.create_app first")
+    return jobs
+
+
+def current_settings() -> Settings:
+    settings = _state.get("settings")
+    if not isinstance(settings, Settings):
+        raise RuntimeError("the app is not configured: call dashboard.app.create_app first")
+    return settings

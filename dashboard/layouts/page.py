@@ -1,0 +1,116 @@
+"""Pieces every page uses: choosing its run, saying what is missing, charts."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+import dash_bootstrap_components as dbc
+import plotly.graph_objects as go
+from dash import dcc, html
+
+from dashboard.layouts.context import current_store
+from dashboard.schema import EVIDENCE_LABELS
+from dashboard.store import Run, RunNotFound
+
+HOW_TO_GET: dict[str, list[Any]] = {
+    "kernels": [
+        "Ingest a PyTorch-profiler trace or an Nsight Systems SQLite export: ",
+        html.Code("python -m dashboard.app ingest trace.pt.trace.json.gz"),
+        ", or capture a script live on a GPU machine: ",
+        html.Code("python -m dashboard.app capture -- train.py"),
+        ". You can also upload a trace on the ",
+        dcc.Link("Runs page", href="/"),
+        ".",
+    ],
+    "layers": [
+        "Layers and passes come from a PyTorch-profiler trace (ops, modules, autograd backward ops) "
+        "or a live capture with torch: ",
+        html.Code("python -m dashboard.app capture -- train.py"),
+        ".",
+    ],
+    "memory": [
+        "Ingest a Tenstorrent runtime log or a memory-profiler run folder "
+        "(<script>_<YYYYMMDD_HHMMSS>/ with *_memory.json and *_operations.json): ",
+        html.Code("python -m dashboard.app ingest logs/mochi_20260122_143957"),
+        ".",
+    ],
+    "planner": [
+        "Ingest a TRITON_DUMP_WS_GRAPHS folder, a Triton debug log holding the planner's DOT blocks, "
+        "or any DOT file: ",
+        html.Code("python -m dashboard.app ingest ws_graphs/"),
+        ".",
+    ],
+}
+
+
+def page_href(path: str, run_id: str | None, **params: Any) -> str:
+    """A link to a page of the app with its run and view state in the query string."""
+    query = {"run": run_id, **params}
+    query = {k: v for k, v in query.items() if v not in (None, "", [])}
+    return f"{path}?{urlencode(query)}" if query else path
+
+
+def _runs_with(evidence: str) -> list[str]:
+    return [info.id for info in current_store().list_runs() if evidence in info.evidence]
+
+
+def missing_notice(message: str, evidence: str, page_path: str) -> html.Div:
+    """Plain words for a page that has nothing to show, with how to get it."""
+    alternatives = _runs_with(evidence)[:5]
+    items: list[Any] = [html.H5(message, className="alert-heading"), html.P(HOW_TO_GET.get(evidence, []))]
+    if alternatives:
+        items.append(html.P(["Runs that have it: "] + [
+            dcc.Link(run_id, href=page_href(page_path, run_id), className="me-3") for run_id in alternatives
+        ]))
+    return html.Div(dbc.Alert(items, color="info", className="mt-3"), className="missing-evidence")
+
+
+def resolve_run(run_id: str | None, evidence: str, page_path: str) -> tuple[Run | None, html.Div | None]:
+    """The run a page shows: the one in the URL, else the newest run with the page's evidence.
+
+    Returns (run, None) or (None, a notice saying what is missing and how to get it).
+    """
+    store = current_store()
+    label = EVIDENCE_LABELS.get(evidence, evidence)
+    if run_id:
+        try:
+            run = store.open(run_id)
+        except RunNotFound:
+            return None, missing_notice(f"There is no run named “{run_id}”.", evidence, page_path)
+        if not run.has_evidence(evidence):
+            return None, missing_notice(f"Run “{run_id}” has no {label}.", evidence, page_path)
+        return run, None
+    candidates = _runs_with(evidence)
+    if not candidates:
+        return None, missing_notice(f"No run has {label} yet.", evidence, page_path)
+    return store.open(candidates[0]), None
+
+
+def page_header(title: str, run: Run | None, subtitle: str = "") -> html.Div:
+    badge = dbc.Badge(run.id, color="secondary", className="ms-2 run-badge") if run else None
+    return html.Div(
+        [html.H3([title, badge], className="mb-0"), html.Small(subtitle, className="text-muted")],
+        className="page-header mb-3",
+    )
+
+
+def graph_config(filename: str) -> dict[str, Any]:
+    """Plotly toolbar: PNG download at 2x with a meaningful name; no logo."""
+    return {
+        "displaylogo": False,
+        "responsive": True,
+        "toImageButtonOptions": {"format": "png", "scale": 2, "filename": filename},
+    }
+
+
+def chart(component_id: Any, figure: go.Figure | None, filename: str, height: int | None = None,
+          **graph_props: Any) -> dcc.Graph:
+    """A plotly chart with the app's toolbar settings."""
+    style = {"height": f"{height}px"} if height else {}
+    return dcc.Graph(id=component_id, figure=figure if figure is not None else go.Figure(),
+                     config=graph_config(filename), style=style, **graph_props)
+
+
+def error_alert(message: str) -> dbc.Alert:
+    return dbc.Alert(message, color="danger", dismissable=True, className="mt-2 error-alert")

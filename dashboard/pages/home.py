@@ -1,0 +1,263 @@
+"""`/`: the runs: list, upload with ingest progress, errors, delete."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from pathlib import Path
+from typing import Any
+
+import dash
+import dash_ag_grid as dag
+import dash_bootstrap_components as dbc
+from dash import Input, Output, State, callback, dcc, html
+
+from dashboard.analysis.units import format_bytes
+from dashboard.layouts.context import current_jobs, current_settings, current_store
+from dashboard.layouts.page import page_header, page_href
+from dashboard.layouts.shell import RUNS_VERSION
+from dashboard.schema import EVIDENCE_LABELS
+from dashboard.store import RunInfo, RunNotFound
+
+dash.register_page(__name__, path="/", name="Runs", order=0, title="Runs · dashboard")
+
+# The first page that shows each kind of evidence, for the "open" links.
+EVIDENCE_PAGES = {
+    "kernels": ("/kernels", "Kernels"),
+    "layers": ("/layers", "Layers"),
+    "memory": ("/memory", "Memory"),
+    "planner": ("/planner", "Planner"),
+}
+_UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+def runs_rows() -> list[dict[str, Any]]:
+    rows = []
+    for info in current_store().list_runs():
+        rows.append(_row(info))
+    return rows
+
+
+def _row(info: RunInfo) -> dict[str, Any]:
+    links = [f"[{label}]({page_href(path, info.id)})" for kind, (path, label) in EVIDENCE_PAGES.items()
+             if kind in info.evidence]
+    return {
+        "id": info.id,
+        "name": info.name,
+        "open": " · ".join(links) or "–",
+        "evidence": ", ".join(EVIDENCE_LABELS.get(kind, kind) for kind in info.evidence) or "none",
+        "sources": ", ".join(Path(source).name for source in info.sources) or "live capture",
+        "created": info.created.replace("T", " "),
+        "rows": info.total_rows,
+        "size": format_bytes(info.size_bytes),
+        "size_bytes": info.size_bytes,
+        "parse_s": info.parse_seconds,
+    }
+
+
+COLUMNS = [
+    {"field": "id", "headerName": "Run", "checkboxSelection": True, "minWidth": 260, "pinned": "left"},
+    {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 220,
+     "cellRendererParams": {"linkTarget": "_self"}},
+    {"field": "evidence", "headerName": "Evidence", "minWidth": 220},
+    {"field": "sources", "headerName": "Sources", "minWidth": 220, "tooltipField": "sources"},
+    {"field": "created", "headerName": "Created", "sort": "desc", "minWidth": 180},
+    {"field": "rows", "headerName": "Rows", "type": "rightAligned",
+     "valueFormatter": {"function": "d3.format(',')(params.value)"}},
+    {"field": "size", "headerName": "Size", "type": "rightAligned"},
+    {"field": "parse_s", "headerName": "Parse s", "type": "rightAligned"},
+]
+
+
+def _upload_card() -> dbc.Card:
+    return dbc.Card(
+        dbc.CardBody(
+            [
+                html.H5("Add a run", className="card-title"),
+                dcc.Upload(
+                    id="upload",
+                    multiple=True,
+                    max_size=current_settings().max_upload_mb * 1024 * 1024,
+                    children=html.Div([
+                        html.Strong("Drop files here or click to choose"),
+                        html.Div("PyTorch-profiler traces (.json/.json.gz, several ranks at once), Nsight "
+                                 "Systems .sqlite exports, Tenstorrent memory logs and JSON, Triton "
+                                 "warp-specialization DOT dumps and debug logs", className="small text-muted"),
+                    ]),
+                    className="upload-zone",
+                ),
+                dbc.InputGroup(
+                    [dbc.InputGroupText("Run name"),
+                     dbc.Input(id="run-name", placeholder="from the first file's name", type="text")],
+                    size="sm", className="mt-2",
+                ),
+                dbc.Progress(id="ingest-progress", value=0, striped=True, animated=True,
+                             className="mt-3", style={"display": "none"}),
+                html.Div(id="ingest-message", className="mt-2"),
+            ]
+        ),
+        className="mb-3",
+    )
+
+
+def layout(**_query: Any) -> html.Div:
+    return html.Div(
+        [
+            page_header("Runs", None, "Every ingested trace, capture, memory log and planner dump"),
+            _upload_card(),
+            html.Div(
+                [
+                    dbc.Button("Delete selected", id="delete-runs", color="danger", outline=True, size="sm",
+                               disabled=True),
+                    html.Span(id="delete-message", className="ms-3 small"),
+                ],
+                className="mb-2",
+            ),
+            dcc.ConfirmDialog(id="confirm-delete"),
+            dag.AgGrid(
+                id="runs-grid",
+                rowData=runs_rows(),
+                columnDefs=COLUMNS,
+                getRowId="params.data.id",
+                defaultColDef={"sortable": True, "filter": True, "resizable": True},
+                dashGridOptions={"rowSelection": "multiple", "suppressRowClickSelection": True,
+                                 "domLayout": "autoHeight", "tooltipShowDelay": 300},
+                columnSize="responsiveSizeToFit",
+                className="ag-theme-alpine runs-grid",
+            ),
+            dcc.Store(id="ingest-job"),
+            dcc.Interval(id="ingest-poll", interval=400, disabled=True),
+        ]
+    )
+
+
+def _safe_file_name(name: str, index: int) -> str:
+    cleaned = _UNSAFE_FILE_CHARS.sub("_", Path(name or "").name).strip("._")
+    return cleaned or f"upload-{index}"
+
+
+def _decode(content: str) -> bytes:
+    _, _, payload = content.partition(",")
+    return base64.b64decode(payload, validate=False)
+
+
+@callback(
+    Output("ingest-job", "data"),
+    Output("ingest-poll", "disabled"),
+    Output("ingest-message", "children"),
+    Output("ingest-progress", "style"),
+    Input("upload", "contents"),
+    State("upload", "filename"),
+    State("run-name", "value"),
+    prevent_initial_call=True,
+)
+def start_ingest(contents: list[str] | None, filenames: list[str] | None, name: str | None) -> tuple[Any, ...]:
+    if not contents:
+        return dash.no_update, True, dbc.Alert(
+            "The browser sent no file (is it larger than the upload limit of "
+            f"{current_settings().max_upload_mb} MiB?)", color="warning"), {"display": "none"}
+    jobs = current_jobs()
+    folder = jobs.new_upload_folder()
+    for index, (content, filename) in enumerate(zip(contents, filenames or [], strict=False)):
+        target = folder / _safe_file_name(filename, index)
+        if target.exists():
+            target = folder / f"{index}-{target.name}"
+        try:
+            target.write_bytes(_decode(content))
+        except (binascii.Error, ValueError):
+            return dash.no_update, True, dbc.Alert(f"{filename}: the upload arrived damaged; try again",
+                                                   color="danger"), {"display": "none"}
+    job_id = jobs.start(folder, name=name.strip() if name else None)
+    files = ", ".join(filenames or [])
+    return job_id, False, html.Span(f"Ingesting {files}…", className="text-muted"), {"display": "flex"}
+
+
+@callback(
+    Output("ingest-progress", "value"),
+    Output("ingest-progress", "label"),
+    Output("ingest-message", "children", allow_duplicate=True),
+    Output("ingest-poll", "disabled", allow_duplicate=True),
+    Output("runs-grid", "rowData", allow_duplicate=True),
+    Output(RUNS_VERSION, "data", allow_duplicate=True),
+    Output("ingest-progress", "style", allow_duplicate=True),
+    Input("ingest-poll", "n_intervals"),
+    State("ingest-job", "data"),
+    State(RUNS_VERSION, "data"),
+    prevent_initial_call=True,
+)
+def poll_ingest(_ticks: int, job_id: str | None, version: int) -> tuple[Any, ...]:
+    if not job_id:
+        return (dash.no_update,) * 7
+    status = current_jobs().status(job_id)
+    state = status.get("state")
+    if state == "running":
+        fraction = status.get("fraction")
+        value = 100 if fraction is None else round(fraction * 100)
+        message = html.Span(status.get("message", ""), className="text-muted ingest-status")
+        return value, f"{value}%", message, False, dash.no_update, dash.no_update, {"display": "flex"}
+    hidden = {"display": "none"}
+    if state == "done":
+        run_id = status["run_id"]
+        message = dbc.Alert(["Ingested ", html.Strong(", ".join(status.get("files", []))), " as ",
+                             dcc.Link(run_id, href=_best_page(run_id)), "."],
+                            color="success", dismissable=True, className="ingest-success")
+        return 100, "100%", message, True, runs_rows(), (version or 0) + 1, hidden
+    error = status.get("error") or status.get("message", "unknown error")
+    message = dbc.Alert([html.Strong("Could not ingest: "), error,
+                         html.Div("The uploaded files were kept on the server for a retry.", className="small")],
+                        color="danger", dismissable=True, className="ingest-error")
+    return 0, "", message, True, dash.no_update, dash.no_update, hidden
+
+
+def _best_page(run_id: str) -> str:
+    try:
+        evidence = current_store().open(run_id).info.evidence
+    except RunNotFound:
+        return "/"
+    for kind, (path, _label) in EVIDENCE_PAGES.items():
+        if kind in evidence:
+            return page_href(path, run_id)
+    return "/"
+
+
+@callback(Output("delete-runs", "disabled"), Input("runs-grid", "selectedRows"))
+def enable_delete(selected: list[dict[str, Any]] | None) -> bool:
+    return not selected
+
+
+@callback(
+    Output("confirm-delete", "displayed"),
+    Output("confirm-delete", "message"),
+    Input("delete-runs", "n_clicks"),
+    State("runs-grid", "selectedRows"),
+    prevent_initial_call=True,
+)
+def ask_delete(_clicks: int, selected: list[dict[str, Any]] | None) -> tuple[bool, str]:
+    ids = [row["id"] for row in selected or []]
+    if not ids:
+        return False, ""
+    return True, f"Delete {len(ids)} run(s) and their stored sources?\n\n" + "\n".join(ids)
+
+
+@callback(
+    Output("runs-grid", "rowData", allow_duplicate=True),
+    Output("delete-message", "children"),
+    Output(RUNS_VERSION, "data", allow_duplicate=True),
+    Input("confirm-delete", "submit_n_clicks"),
+    State("runs-grid", "selectedRows"),
+    State(RUNS_VERSION, "data"),
+    prevent_initial_call=True,
+)
+def delete_runs(submitted: int | None, selected: list[dict[str, Any]] | None, version: int) -> tuple[Any, ...]:
+    if not submitted:
+        return (dash.no_update,) * 3
+    store = current_store()
+    deleted = []
+    for row in selected or []:
+        try:
+            store.delete(row["id"])
+            deleted.append(row["id"])
+        except RunNotFound:
+            continue
+    return runs_rows(), f"Deleted {', '.join(deleted)}." if deleted else "Nothing deleted.", (version or 0) + 1

@@ -1,0 +1,256 @@
+"""The canonical tables: every collector produces them, every view reads them.
+
+Times are int64 nanoseconds on one clock per run (`start_ns`, `end_ns`), sizes
+are int64 bytes. Kernel-side tables carry `rank` (0 for a single process).
+`conform` is the single gate every table passes before it is written, so a
+parquet file on disk always has exactly these columns and types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+SCHEMA_VERSION = 1
+
+_STR = pl.String
+_I32 = pl.Int32
+_I64 = pl.Int64
+_F64 = pl.Float64
+
+TABLES: dict[str, dict[str, pl.DataType]] = {
+    # One row per GPU kernel execution.
+    "kernels": {
+        "rank": _I32,
+        "device": _I32,
+        "stream": _I64,
+        "correlation": _I64,
+        "name": _STR,
+        "start_ns": _I64,
+        "end_ns": _I64,
+        "grid_x": _I32,
+        "grid_y": _I32,
+        "grid_z": _I32,
+        "block_x": _I32,
+        "block_y": _I32,
+        "block_z": _I32,
+        "registers": _I32,
+        "shared_memory": _I64,
+        # Attribution, filled by the collector where the source allows it.
+        "op": _STR,  # innermost enclosing CPU op that launched the kernel
+        "layer": _STR,  # innermost enclosing module / layer
+        "pass": _STR,  # forward / backward / none
+        "flops": _F64,  # null = unknown, never 0 for unknown
+    },
+    # One row per copy or memset.
+    "memcpy": {
+        "rank": _I32,
+        "device": _I32,
+        "stream": _I64,
+        "correlation": _I64,
+        "kind": _STR,  # HtoD, DtoH, DtoD, HtoH, PtoP, Memset
+        "src_kind": _STR,  # Pageable, Pinned, Device, ...
+        "dst_kind": _STR,
+        "bytes": _I64,
+        "start_ns": _I64,
+        "end_ns": _I64,
+        "op": _STR,
+        "layer": _STR,
+        "pass": _STR,
+    },
+    # A named interval on a CPU thread or GPU stream: NVTX range, PyTorch op,
+    # module / layer, pass, profiler step, user annotation.
+    "ranges": {
+        "rank": _I32,
+        "id": _I64,  # unique within (run, rank); `parent` refers to it
+        "device": _I32,  # null on CPU threads
+        "thread": _I64,  # OS thread id on CPU, stream id on GPU
+        "name": _STR,
+        # cpu_op, user_annotation, gpu_user_annotation, python_function, profiler_step,
+        # nvtx, module, marker, ...
+        "category": _STR,
+        "start_ns": _I64,
+        "end_ns": _I64,
+        "depth": _I32,
+        "parent": _I64,
+        "pass": _STR,  # forward / backward / none
+        "layer": _STR,  # module / layer this range belongs to, when known
+        "sequence": _I64,  # autograd sequence number, joins forward and backward
+        "flops": _F64,  # null = unknown
+        "correlation": _I64,  # External id where the source has one
+    },
+    # One row per CUDA runtime / driver API call.
+    "api_calls": {
+        "rank": _I32,
+        "thread": _I64,
+        "name": _STR,
+        "category": _STR,  # cuda_runtime / cuda_driver
+        "correlation": _I64,
+        "start_ns": _I64,
+        "end_ns": _I64,
+    },
+    # One row per Python frame's lifetime (call to return) on one thread: the
+    # intervals give the depth-over-time track and a flame graph alike.
+    "stack": {
+        "rank": _I32,
+        "thread": _I64,
+        "function": _STR,
+        "depth": _I32,
+        "start_ns": _I64,
+        "end_ns": _I64,
+    },
+    # Device memory state *before* one operation, per buffer type. Values are
+    # bytes per bank (as the runtime prints them) and device totals (x banks).
+    "op_memory": {
+        "rank": _I32,
+        "program": _STR,
+        "op_index": _I64,
+        "op_type": _STR,
+        "mlir_op": _STR,
+        "loc": _STR,
+        "const_eval_graph": _STR,
+        "is_weight_op": pl.Boolean,
+        "buffer_type": _STR,  # DRAM, L1, L1_SMALL, TRACE
+        "banks": _I32,
+        "total_per_bank": _I64,
+        "allocated_per_bank": _I64,
+        "free_per_bank": _I64,
+        "largest_free_per_bank": _I64,
+        "total": _I64,
+        "allocated": _I64,
+        "free": _I64,
+        "largest_free": _I64,
+    },
+    # Operation metadata for the memory page's detail panel.
+    "op_meta": {
+        "rank": _I32,
+        "program": _STR,
+        "op_index": _I64,
+        "mlir_op": _STR,
+        "loc": _STR,
+        "result": _STR,
+        "inputs": pl.List(_STR),
+        "attributes": _STR,
+        "input_shapes": pl.List(_STR),
+        "input_dtypes": pl.List(_STR),
+        "output_shapes": pl.List(_STR),
+        "output_dtypes": pl.List(_STR),
+        "layouts": pl.List(_STR),
+        "buffer_types": pl.List(_STR),
+        "const_eval_graph": _STR,
+        "is_weight_op": pl.Boolean,
+    },
+    # One SMEM / TMEM buffer of one warp-specialization planner dump group.
+    "ws_buffers": {
+        "group": _STR,
+        "memory": _STR,  # SMEM / TMEM
+        "name": _STR,
+        "buffer_id": _I64,
+        "bytes": _I64,
+        "rows": _I32,
+        "cols": _I32,
+        "start_op": _I64,
+        "end_op": _I64,  # exclusive
+        "channels": pl.List(_I64),
+        "operand_d": _I32,
+    },
+    # A key operation in the combined channel graph.
+    "ws_ops": {
+        "group": _STR,
+        "op_id": _I64,
+        "node": _STR,
+        "partitions": pl.List(_I32),
+        "op": _STR,
+        "out": _STR,
+        "args": _STR,
+        "shape": _STR,
+        "loop_depth": _I32,
+    },
+    # A producer / consumer channel.
+    "ws_channels": {
+        "group": _STR,
+        "uid": _I64,
+        "src_op": _I64,
+        "dst_op": _I64,
+        "src_node": _STR,
+        "dst_node": _STR,
+        "memory": _STR,
+        "buffer_id": _I64,
+        "name": _STR,
+        "operand_d": pl.Boolean,
+    },
+    # Any other DOT graph, kept as a plain graph.
+    "dot_nodes": {
+        "group": _STR,
+        "node": _STR,
+        "label": _STR,
+        "cluster": _STR,
+        "attributes": _STR,  # JSON object of the remaining attributes
+    },
+    "dot_edges": {
+        "group": _STR,
+        "src": _STR,
+        "dst": _STR,
+        "label": _STR,
+        "attributes": _STR,
+    },
+}
+
+# Which kinds of evidence a run holds follows from the tables it has.
+EVIDENCE_TABLES: dict[str, tuple[str, ...]] = {
+    "kernels": ("kernels", "memcpy", "api_calls"),
+    "layers": ("ranges",),
+    "stacks": ("stack",),
+    "memory": ("op_memory",),
+    "planner": ("ws_buffers", "ws_ops", "ws_channels", "dot_nodes"),
+}
+
+EVIDENCE_LABELS: dict[str, str] = {
+    "kernels": "kernel activity",
+    "layers": "ops and layers",
+    "stacks": "Python call stacks",
+    "memory": "device memory per op",
+    "planner": "warp-specialization planner",
+}
+
+
+def schema_of(table: str) -> pl.Schema:
+    """The polars schema of a canonical table."""
+    try:
+        return pl.Schema(TABLES[table])
+    except KeyError:
+        raise KeyError(f"unknown canonical table {table!r}") from None
+
+
+def empty(table: str) -> pl.DataFrame:
+    """An empty frame with the table's schema."""
+    return pl.DataFrame(schema=schema_of(table))
+
+
+def conform(table: str, frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """Cast `frame` to the canonical schema of `table`.
+
+    Missing columns become nulls of the right type; columns the schema does not
+    know are an error, because silently dropping them hides collector bugs.
+    """
+    schema = schema_of(table)
+    lazy = frame.lazy()
+    present = lazy.collect_schema()
+    unknown = [name for name in present.names() if name not in schema]
+    if unknown:
+        raise ValueError(f"table {table!r} has columns outside its schema: {unknown}")
+    columns = [
+        pl.col(name).cast(dtype) if name in present else pl.lit(None, dtype=dtype).alias(name)
+        for name, dtype in schema.items()
+    ]
+    return lazy.select(columns).collect()
+
+
+def evidence_of(row_counts: Mapping[str, int]) -> list[str]:
+    """The evidence kinds present given a table -> row count mapping."""
+    return [
+        kind
+        for kind, tables in EVIDENCE_TABLES.items()
+        if any(row_counts.get(table, 0) > 0 for table in tables)
+    ]

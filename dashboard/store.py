@@ -1,0 +1,329 @@
+"""Runs on disk: list, open (lazily, cached), ingest, delete; never overwrite.
+
+A run is `DATA/runs/<name>-<YYYYMMDD-HHMMSS>/` with `run.json`, one parquet
+file per canonical table present, and `source/` holding the original inputs
+byte for byte. A run is assembled in `DATA/.staging/` and renamed into
+`runs/` in one step, so a killed ingest never leaves a half-written run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from dashboard import schema
+from dashboard.collectors import registry
+from dashboard.collectors.base import IngestError, ProgressFn, no_progress
+
+RUN_FILE = "run.json"
+SOURCE_DIR = "source"
+STAGING_DIR = ".staging"
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$")
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+_KNOWN_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".sqlite", ".log", ".dot", ".txt")
+# A staging folder older than this belongs to an ingest that died.
+STALE_STAGING_SECONDS = 6 * 3600
+
+
+class RunNotFound(KeyError):
+    """No run with that id exists (or the id is not a valid run id)."""
+
+    def __str__(self) -> str:
+        return f"no run named {self.args[0]!r}"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What run.json says about a run, plus where it lives."""
+
+    id: str
+    path: Path
+    name: str
+    created: str
+    sources: list[str]
+    evidence: list[str]
+    row_counts: dict[str, int]
+    parse_seconds: float
+    schema_version: int
+    size_bytes: int
+    collectors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.row_counts.values())
+
+    @classmethod
+    def from_json(cls, path: Path, data: dict[str, Any]) -> RunInfo:
+        return cls(
+            id=path.name,
+            path=path,
+            name=str(data.get("name", path.name)),
+            created=str(data.get("created", "")),
+            sources=list(data.get("sources", [])),
+            evidence=list(data.get("evidence", [])),
+            row_counts={k: int(v) for k, v in data.get("row_counts", {}).items()},
+            parse_seconds=float(data.get("parse_seconds", 0.0)),
+            schema_version=int(data.get("schema_version", 0)),
+            size_bytes=int(data.get("size_bytes", 0)),
+            collectors=list(data.get("collectors", [])),
+            warnings=list(data.get("warnings", [])),
+            metadata=dict(data.get("metadata", {})),
+        )
+
+
+class Run:
+    """An opened run: its tables are scanned lazily and read at most once."""
+
+    def __init__(self, info: RunInfo) -> None:
+        self.info = info
+        self._frames: dict[str, pl.DataFrame] = {}
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    def has(self, table: str) -> bool:
+        return self.info.row_counts.get(table, 0) > 0
+
+    def has_evidence(self, kind: str) -> bool:
+        return kind in self.info.evidence
+
+    def scan(self, table: str) -> pl.LazyFrame:
+        """A lazy scan of a table; an absent table scans as empty with its schema."""
+        if not self.has(table):
+            return schema.empty(table).lazy()
+        return pl.scan_parquet(self.info.path / f"{table}.parquet")
+
+    def frame(self, table: str) -> pl.DataFrame:
+        """The whole table in memory, read once per process and reused."""
+        if table not in self._frames:
+            self._frames[table] = self.scan(table).collect()
+        return self._frames[table]
+
+
+def safe_name(name: str) -> str:
+    """A run name usable in a folder name: letters, digits, '.', '_', '-'."""
+    cleaned = _UNSAFE_NAME_CHARS.sub("-", name).strip("-.")
+    return cleaned[:100] or "run"
+
+
+def default_name(paths: Sequence[Path]) -> str:
+    """A run name from the first input, without format suffixes."""
+    if not paths:
+        return "run"
+    stem = Path(paths[0]).name
+    while True:
+        lowered = stem.lower()
+        suffix = next((s for s in _KNOWN_SUFFIXES if lowered.endswith(s) and len(stem) > len(s)), None)
+        if suffix is None:
+            break
+        stem = stem[: -len(suffix)]
+    return safe_name(stem)
+
+
+def _folder_size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def _copy_sources(paths: Sequence[Path], target: Path) -> list[str]:
+    """Copy every input byte for byte under `target`, keeping folder structure."""
+    target.mkdir(parents=True)
+    copied: list[str] = []
+    for index, path in enumerate(paths):
+        destination = target / path.name
+        if destination.exists():  # two inputs with one file name
+            destination = target / f"{index}" / path.name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            shutil.copytree(path, destination, symlinks=False)
+        else:
+            shutil.copyfile(path, destination)
+        copied.append(str(destination.relative_to(target)))
+    return copied
+
+
+def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    temporary.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+@lru_cache(maxsize=16)
+def _open_cached(path: str, stamp: int) -> Run:
+    # `stamp` (run.json's mtime) is part of the key so a replaced run is reread.
+    run_path = Path(path)
+    data = json.loads((run_path / RUN_FILE).read_text(encoding="utf-8"))
+    return Run(RunInfo.from_json(run_path, data))
+
+
+class RunStore:
+    """The runs under one data folder."""
+
+    def __init__(self, data_dir: Path | str) -> None:
+        self.data_dir = Path(data_dir)
+        self.runs_dir = self.data_dir / "runs"
+        self.staging_dir = self.data_dir / STAGING_DIR
+
+    # ---- reading -------------------------------------------------------
+    def run_path(self, run_id: str) -> Path:
+        """The folder of a run; ids that could escape the runs folder are rejected."""
+        if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
+            raise RunNotFound(run_id)
+        path = self.runs_dir / run_id
+        try:
+            resolved = path.resolve(strict=True)
+        except FileNotFoundError:
+            raise RunNotFound(run_id) from None
+        if resolved.parent != self.runs_dir.resolve() or not (resolved / RUN_FILE).is_file():
+            raise RunNotFound(run_id)
+        return resolved
+
+    def list_runs(self) -> list[RunInfo]:
+        """Every complete run, newest first; unreadable run.json files are skipped."""
+        if not self.runs_dir.is_dir():
+            return []
+        infos: list[RunInfo] = []
+        for entry in self.runs_dir.iterdir():
+            if entry.name.startswith(".") or not (entry / RUN_FILE).is_file():
+                continue
+            try:
+                infos.append(self.open(entry.name).info)
+            except (OSError, ValueError, RunNotFound):
+                continue
+        return sorted(infos, key=lambda info: (info.created, info.id), reverse=True)
+
+    def open(self, run_id: str) -> Run:
+        """Open a run (cached per process, refreshed if its run.json changes)."""
+        path = self.run_path(run_id)
+        return _open_cached(str(path), (path / RUN_FILE).stat().st_mtime_ns)
+
+    def exists(self, run_id: str) -> bool:
+        try:
+            self.run_path(run_id)
+        except RunNotFound:
+            return False
+        return True
+
+    # ---- writing -------------------------------------------------------
+    def ingest(
+        self,
+        paths: Sequence[Path | str],
+        name: str | None = None,
+        progress: ProgressFn = no_progress,
+    ) -> str:
+        """Detect, parse and store the inputs as one new run; return its id."""
+        inputs = [Path(p) for p in paths]
+        if not inputs:
+            raise IngestError("(no input)", "nothing to ingest: give at least one file or folder")
+        collected = registry.collect(inputs, progress)
+        if not collected.tables:
+            raise IngestError(inputs[0], "recognised, but it holds no events or records to show")
+        progress(None, "writing run")
+        return self.write(
+            name=name or default_name(inputs),
+            tables=collected.tables,
+            sources=inputs,
+            parse_seconds=collected.parse_seconds,
+            collectors=collected.collectors,
+            metadata=collected.metadata,
+            warnings=collected.warnings,
+        )
+
+    def write(
+        self,
+        name: str,
+        tables: dict[str, pl.DataFrame],
+        sources: Sequence[Path] = (),
+        parse_seconds: float = 0.0,
+        collectors: Sequence[str] = (),
+        metadata: dict[str, Any] | None = None,
+        warnings: Sequence[str] = (),
+    ) -> str:
+        """Write a new run from canonical tables; it appears in `runs/` whole or not at all."""
+        name = safe_name(name)
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        staging = self.staging_dir / f"{name}-{uuid.uuid4().hex}"
+        staging.mkdir()
+        try:
+            row_counts: dict[str, int] = {}
+            for table, frame in tables.items():
+                conformed = schema.conform(table, frame)
+                if "start_ns" in conformed.columns:
+                    # Time-sorted files let window queries skip row groups.
+                    conformed = conformed.sort("start_ns", nulls_last=True)
+                conformed.write_parquet(staging / f"{table}.parquet", compression="zstd", statistics=True)
+                row_counts[table] = conformed.height
+            copied = _copy_sources(list(sources), staging / SOURCE_DIR)
+            created = datetime.now().astimezone()
+            info = {
+                "name": name,
+                "created": created.isoformat(timespec="seconds"),
+                "sources": copied,
+                "original_paths": [str(Path(p).resolve()) for p in sources],
+                "evidence": schema.evidence_of(row_counts),
+                "row_counts": row_counts,
+                "parse_seconds": round(parse_seconds, 3),
+                "schema_version": schema.SCHEMA_VERSION,
+                "collectors": list(collectors),
+                "warnings": list(warnings)[:200],
+                "metadata": metadata or {},
+            }
+            info["size_bytes"] = _folder_size(staging)
+            _write_json_atomic(staging / RUN_FILE, info)
+            return self._publish(staging, f"{name}-{created:%Y%m%d-%H%M%S}")
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def _publish(self, staging: Path, base_id: str) -> str:
+        # rename() onto an existing non-empty folder fails, which is exactly the
+        # never-overwrite guarantee; on a clash try the next suffix.
+        for attempt in range(1, 1000):
+            run_id = base_id if attempt == 1 else f"{base_id}-{attempt}"
+            target = self.runs_dir / run_id
+            if target.exists():
+                continue
+            try:
+                os.rename(staging, target)
+            except OSError:
+                if target.exists():
+                    continue
+                raise
+            return run_id
+        raise RuntimeError(f"could not find a free run id for {base_id}")
+
+    def delete(self, run_id: str) -> None:
+        """Remove a run; it leaves `runs/` in one rename, then its files are removed."""
+        path = self.run_path(run_id)
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        trash = self.staging_dir / f"deleted-{run_id}-{uuid.uuid4().hex}"
+        os.rename(path, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+        _open_cached.cache_clear()
+
+    def remove_stale_staging(self, older_than_s: float = STALE_STAGING_SECONDS) -> int:
+        """Delete staging folders left by ingests that died; returns how many."""
+        if not self.staging_dir.is_dir():
+            return 0
+        removed = 0
+        now = time.time()
+        for entry in self.staging_dir.iterdir():
+            if entry.is_dir() and now - entry.stat().st_mtime > older_than_s:
+                shutil.rmtree(entry, ignore_errors=True)
+                removed += 1
+        return removed

@@ -1,0 +1,26 @@
+"""Fixtures shared by every test module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DIR = REPO_ROOT.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The ../shared folder with real samples; tests that need it skip where it is absent."""
+    if not (SHARED_DIR / "samples").is_dir():
+        pytest.skip("../shared/samples is absent (CI-only sample checks)")
+    return SHARED_DIR
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """An empty data folder for a store."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    return folder
