@@ -31,14 +31,21 @@ DATA_OPTION = click.option(
 class StderrProgress:
     """Progress on stderr: a bar on a terminal, occasional lines elsewhere."""
 
+    # Quick work prints nothing, so a failure stays one line on stderr.
+    QUIET_SECONDS = 1.0
+
     def __init__(self, label: str) -> None:
         self.label = label
         self.tty = sys.stderr.isatty()
+        self.started = time.monotonic()
         self.last_print = 0.0
         self.last_message = ""
+        self.printed = False
 
     def __call__(self, fraction: float | None, message: str) -> None:
         now = time.monotonic()
+        if now - self.started < self.QUIET_SECONDS:
+            return
         if message == self.last_message and now - self.last_print < 0.5:
             return
         self.last_print, self.last_message = now, message
@@ -49,9 +56,10 @@ class StderrProgress:
         else:
             sys.stderr.write(line + "\n")
         sys.stderr.flush()
+        self.printed = True
 
     def done(self) -> None:
-        if self.tty:
+        if self.tty and self.printed:
             sys.stderr.write("\r\x1b[2K")
             sys.stderr.flush()
 

@@ -32,7 +32,7 @@ SOURCE_DIR = "source"
 STAGING_DIR = ".staging"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$")
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
-_KNOWN_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".sqlite", ".log", ".dot", ".txt")
+_KNOWN_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".sqlite", ".log", ".dot", ".txt", ".csv")
 # A staging folder older than this belongs to an ingest that died.
 STALE_STAGING_SECONDS = 6 * 3600
 

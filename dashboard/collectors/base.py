@@ -19,6 +19,8 @@ import polars as pl
 SNIFF_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
 
+TRUNCATED_GZIP = "truncated gzip stream (the file ends before the compressed data does)"
+
 # progress(fraction_done in [0, 1] or None when unknown, message)
 ProgressFn = Callable[[float | None, str], None]
 
@@ -43,6 +45,7 @@ class Probe:
     path: Path
     head: bytes  # the first SNIFF_BYTES, decompressed when the file is gzip
     compressed: bool
+    truncated: bool = False  # a gzip stream that ends before its end-of-stream marker
 
     @property
     def text(self) -> str:
@@ -98,7 +101,7 @@ def read_source_bytes(path: Path) -> bytes:
         with open_source(path) as handle:
             return handle.read()
     except EOFError:
-        raise IngestError(path, "truncated gzip stream (the file ends before the compressed data does)") from None
+        raise IngestError(path, TRUNCATED_GZIP) from None
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise IngestError(path, f"corrupt gzip data ({exc})") from None
 
@@ -113,10 +116,12 @@ def probe_file(path: Path) -> Probe:
     # yields its first bytes so the format can be named in the error.
     decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
     head = bytearray()
+    ended_early = False
     with open(path, "rb") as handle:
         while len(head) < SNIFF_BYTES:
             chunk = handle.read(64 * 1024)
             if not chunk:
+                ended_early = not decompressor.eof
                 break
             try:
                 head += decompressor.decompress(chunk, SNIFF_BYTES - len(head))
@@ -124,7 +129,23 @@ def probe_file(path: Path) -> Probe:
                 raise IngestError(path, f"corrupt gzip data ({exc})") from None
             if decompressor.eof:
                 break
-    return Probe(path, bytes(head), True)
+    return Probe(path, bytes(head), True, truncated=ended_early)
+
+
+def gzip_is_truncated(path: Path) -> bool:
+    """True when a gzip file ends before its end-of-stream marker (reads the whole file)."""
+    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            try:
+                decompressor.decompress(chunk, 1 << 16)
+                while decompressor.unconsumed_tail:
+                    decompressor.decompress(decompressor.unconsumed_tail, 1 << 16)
+            except zlib.error:
+                return True
+            if decompressor.eof:
+                return False
+    return not decompressor.eof
 
 
 def text_lines(data: bytes) -> io.StringIO:

@@ -19,10 +19,12 @@ import polars as pl
 
 from dashboard import schema
 from dashboard.collectors.base import (
+    TRUNCATED_GZIP,
     Collected,
     Collector,
     IngestError,
     ProgressFn,
+    gzip_is_truncated,
     no_progress,
     probe_file,
 )
@@ -97,6 +99,8 @@ def identify(path: Path, candidates: Sequence[Collector]) -> Collector | None:
 
 def _unrecognised_problem(path: Path) -> str:
     probe = probe_file(path)
+    if probe.truncated or (probe.compressed and gzip_is_truncated(path)):
+        return f"{TRUNCATED_GZIP}; what could be read is not a format any collector recognises"
     kind = "binary data" if _looks_binary(probe.head) else "text"
     gz = "gzip-compressed " if probe.compressed else ""
     return f"unknown format: {gz}{kind} that no collector recognises (expected {_describe_expected()})"

@@ -21,6 +21,9 @@ from dashboard.layouts.context import current_store
 PAGES_LOCATION = "_pages_location"  # the dcc.Location Dash's page router listens to
 RUNS_VERSION = "runs-version"  # bumped by pages that add or delete runs
 URL_STATE = "url-state"  # pattern-matching id type of each page's view-state store
+# View state that means the same on every page travels with the navbar links:
+# the run, the rank, selected kernels, a time window, a layer and a pass.
+CARRIED_KEYS = ("run", "rank", "sel", "window", "layer", "pass")
 
 
 def url_state_store(page: str, state: dict[str, Any]) -> dcc.Store:
@@ -97,7 +100,10 @@ def sync_run_picker(search: str | None, picked: str | None, _version: int,
         run_id = picked
         new_search = "?" + urlencode({"run": picked})  # other state belongs to the old run
     options = [{"label": info.id, "value": info.id} for info in current_store().list_runs()]
-    hrefs = [nav["path"] + (f"?{urlencode({'run': run_id})}" if run_id else "") for nav in nav_ids]
+    carried = {"run": run_id} if new_search is not dash.no_update else {
+        key: query[key] for key in CARRIED_KEYS if query.get(key)}
+    suffix = f"?{urlencode(carried)}" if carried else ""
+    hrefs = [nav["path"] + suffix for nav in nav_ids]
     return new_search, options, run_id, hrefs
 
 
@@ -105,7 +111,7 @@ def sync_run_picker(search: str | None, picked: str | None, _version: int,
 # a router re-render; keys set to null or "" are removed.
 clientside_callback(
     """
-    function(states) {
+    function(states, navIds) {
         const url = new URL(window.location.href);
         (states || []).forEach(function(state) {
             Object.entries(state || {}).forEach(function([key, value]) {
@@ -120,9 +126,17 @@ clientside_callback(
         if (url.href !== window.location.href) {
             window.history.replaceState(window.history.state, "", url.href);
         }
-        return url.search;
+        const carried = new URLSearchParams();
+        CARRIED.forEach(function(key) {
+            if (url.searchParams.get(key)) { carried.set(key, url.searchParams.get(key)); }
+        });
+        const suffix = carried.toString() ? "?" + carried.toString() : "";
+        return [url.search, (navIds || []).map(function(nav) { return nav.path + suffix; })];
     }
-    """,
+    """.replace("CARRIED", str(list(CARRIED_KEYS))),
     Output("url-state-sink", "data"),
+    Output({"type": "nav-link", "path": ALL}, "href", allow_duplicate=True),
     Input({"type": URL_STATE, "page": ALL}, "data"),
+    State({"type": "nav-link", "path": ALL}, "id"),
+    prevent_initial_call=True,
 )

@@ -57,7 +57,7 @@ def _row(info: RunInfo) -> dict[str, Any]:
 
 
 COLUMNS = [
-    {"field": "id", "headerName": "Run", "checkboxSelection": True, "minWidth": 260, "pinned": "left"},
+    {"field": "id", "headerName": "Run", "minWidth": 260, "pinned": "left"},
     {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 220,
      "cellRendererParams": {"linkTarget": "_self"}},
     {"field": "evidence", "headerName": "Evidence", "minWidth": 220},
@@ -121,8 +121,12 @@ def layout(**_query: Any) -> html.Div:
                 columnDefs=COLUMNS,
                 getRowId="params.data.id",
                 defaultColDef={"sortable": True, "filter": True, "resizable": True},
-                dashGridOptions={"rowSelection": "multiple", "suppressRowClickSelection": True,
-                                 "domLayout": "autoHeight", "tooltipShowDelay": 300},
+                dashGridOptions={
+                    "rowSelection": {"mode": "multiRow", "checkboxes": True, "headerCheckbox": True,
+                                     "enableClickSelection": False},
+                    "domLayout": "autoHeight",
+                    "tooltipShowDelay": 300,
+                },
                 columnSize="responsiveSizeToFit",
                 className="ag-theme-alpine runs-grid",
             ),

@@ -1,0 +1,128 @@
+"""The shell in a real browser: every page renders, the run travels in the URL, upload and delete work."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from dashboard.store import RunStore
+
+PAGES = {
+    "/": "#runs-grid",
+    "/kernels": "#kernels-page",
+    "/layers": "#layers-page",
+    "/timeline": "#timeline-page",
+    "/memory": "#memory-page",
+    "/planner": "#planner-page",
+}
+
+
+def wait_for_dash(page: Page) -> None:
+    page.wait_for_selector("#react-entry-point ._dash-loading", state="detached", timeout=30_000)
+    page.wait_for_load_state("networkidle")
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_every_page_renders_without_console_errors(page: Page, server, console_errors: list[str], path: str) -> None:
+    page.goto(server.url + path)
+    wait_for_dash(page)
+    expect(page.locator(PAGES[path])).to_be_visible(timeout=20_000)
+    expect(page.locator(".navbar")).to_contain_text("Timeline")
+    # The demo gives every page something to show: no page says its evidence is missing.
+    expect(page.locator(".missing-evidence")).to_have_count(0)
+    assert console_errors == []
+
+
+def test_demo_seeded_every_kind_of_evidence(server) -> None:
+    evidence = {kind for info in RunStore(server.data_dir).list_runs() for kind in info.evidence}
+    assert {"kernels", "layers", "memory", "planner"} <= evidence
+
+
+def test_run_picker_writes_the_run_into_the_url_and_nav_links(page: Page, server, console_errors) -> None:
+    runs = RunStore(server.data_dir).list_runs()
+    target = next(info.id for info in runs if "memory" in info.evidence)
+    page.goto(server.url + "/kernels")
+    wait_for_dash(page)
+    page.locator("#run-picker").click()
+    page.get_by_role("option", name=target).click()
+    expect(page).to_have_url(re.compile(rf"/kernels\?run={re.escape(target)}$"))
+    # A run without kernels says so plainly on the kernels page and offers runs that have them.
+    expect(page.locator(".missing-evidence")).to_contain_text("has no kernel activity")
+    expect(page.locator('.navbar a[href^="/memory"]')).to_have_attribute("href", f"/memory?run={target}")
+    page.locator('.navbar a[href^="/memory"]').click()
+    expect(page.locator("#memory-page")).to_be_visible()
+    expect(page.locator(".run-badge")).to_have_text(target)
+    assert console_errors == []
+
+
+def test_unknown_run_in_url_is_explained(page: Page, server) -> None:
+    page.goto(server.url + "/planner?run=no-such-run")
+    expect(page.locator(".missing-evidence")).to_contain_text("There is no run named")
+
+
+def _upload(page: Page, files: list[Path]) -> None:
+    page.locator("#upload input[type=file]").set_input_files([str(f) for f in files])
+
+
+def test_upload_ingests_with_progress_and_the_run_appears(page: Page, server, tmp_path: Path,
+                                                           console_errors) -> None:
+    from dashboard.demo import tt_memory_log
+
+    folder = tt_memory_log.write(tmp_path / "tt")[0]
+    files = sorted(p for p in Path(folder).rglob("*") if p.is_file())
+    page.goto(server.url + "/")
+    wait_for_dash(page)
+    page.locator("#run-name").fill("uploaded-memory")
+    _upload(page, files)
+    expect(page.locator(".ingest-success")).to_be_visible(timeout=60_000)
+    expect(page.locator(".ingest-success")).to_contain_text("uploaded-memory-")
+    expect(page.locator("#runs-grid")).to_contain_text("uploaded-memory-")
+    created = [info for info in RunStore(server.data_dir).list_runs() if info.name == "uploaded-memory"]
+    assert len(created) == 1 and "memory" in created[0].evidence
+    assert console_errors == []
+
+
+def test_bad_upload_names_file_and_problem_and_server_keeps_serving(page: Page, server, tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(bytes(range(256)) * 100)
+    page.goto(server.url + "/")
+    wait_for_dash(page)
+    before = len(RunStore(server.data_dir).list_runs())
+    _upload(page, [garbage])
+    alert = page.locator(".ingest-error")
+    expect(alert).to_be_visible(timeout=30_000)
+    expect(alert).to_contain_text("garbage.bin")
+    expect(alert).to_contain_text("binary data")
+    assert len(RunStore(server.data_dir).list_runs()) == before
+    kept = list((server.data_dir / "uploads" / "failed").rglob("garbage.bin"))
+    assert kept and kept[0].read_bytes() == garbage.read_bytes()  # nothing a user gave us is lost
+    with urllib.request.urlopen(server.url + "/health", timeout=5) as response:
+        assert response.status == 200
+    page.goto(server.url + "/memory")
+    expect(page.locator("#memory-page")).to_be_visible()
+
+
+def test_delete_asks_for_confirmation(page: Page, server) -> None:
+    store = RunStore(server.data_dir)
+    victim = store.write("to-delete", {"kernels": __import__("polars").DataFrame(
+        {"name": ["k"], "start_ns": [0], "end_ns": [5]})})
+    page.goto(server.url + "/")
+    wait_for_dash(page)
+    row = page.locator(f'.ag-row[row-id="{victim}"]').first
+    row.locator("input[type=checkbox]").check()
+    dialogs: list[str] = []
+
+    def accept(dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", accept)
+    page.locator("#delete-runs").click()
+    expect(page.locator("#delete-message")).to_contain_text(f"Deleted {victim}")
+    assert dialogs and victim in dialogs[0]
+    assert not store.exists(victim)
+    expect(page.locator(f'.ag-row[row-id="{victim}"]')).to_have_count(0)

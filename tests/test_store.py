@@ -1,0 +1,167 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from dashboard.collectors import register, unregister
+from dashboard.store import RunNotFound, RunStore, default_name
+from tests.support.csv_collector import KernelCsvCollector, write_kernel_csv
+
+
+@pytest.fixture
+def csv_collector():
+    collector = KernelCsvCollector()
+    register(collector)
+    yield collector
+    unregister(collector)
+
+
+def kernels_frame() -> pl.DataFrame:
+    return pl.DataFrame({"name": ["b", "a", "c"], "start_ns": [30, 10, 20], "end_ns": [35, 12, 29]})
+
+
+def test_write_lays_out_run_folder_with_sources_byte_for_byte(data_dir: Path, tmp_path: Path) -> None:
+    source = tmp_path / "trace.json"
+    source.write_bytes(b"\x00\x01original bytes\xff")
+    store = RunStore(data_dir)
+    run_id = store.write("my run", {"kernels": kernels_frame()}, sources=[source], parse_seconds=1.23456)
+    folder = data_dir / "runs" / run_id
+    assert run_id.startswith("my-run-")
+    info = json.loads((folder / "run.json").read_text())
+    assert info["name"] == "my-run"
+    assert info["row_counts"] == {"kernels": 3}
+    assert info["evidence"] == ["kernels"]
+    assert info["schema_version"] == 1
+    assert info["parse_seconds"] == 1.235
+    assert info["sources"] == ["trace.json"]
+    assert (folder / "source" / "trace.json").read_bytes() == source.read_bytes()
+    table = pl.read_parquet(folder / "kernels.parquet")
+    assert table["start_ns"].to_list() == [10, 20, 30]  # time-sorted on write
+    assert table.schema["start_ns"] == pl.Int64
+    assert "grid_x" in table.columns  # conformed to the canonical schema
+
+
+def test_same_name_in_the_same_second_gets_distinct_ids(data_dir: Path) -> None:
+    store = RunStore(data_dir)
+    ids = [store.write("same", {"kernels": kernels_frame()}) for _ in range(4)]
+    assert len(set(ids)) == 4
+    assert all((data_dir / "runs" / run_id / "run.json").is_file() for run_id in ids)
+
+
+def test_failed_write_leaves_nothing_behind(data_dir: Path) -> None:
+    store = RunStore(data_dir)
+    with pytest.raises(ValueError, match="outside its schema"):
+        store.write("bad", {"kernels": pl.DataFrame({"not_a_column": [1]})})
+    assert list((data_dir / "runs").iterdir()) == []
+    assert list((data_dir / ".staging").iterdir()) == []
+
+
+def test_open_is_cached_lazy_and_list_is_newest_first(data_dir: Path) -> None:
+    store = RunStore(data_dir)
+    first = store.write("one", {"kernels": kernels_frame()})
+    second = store.write("two", {"kernels": kernels_frame()})
+    assert store.open(first) is store.open(first)
+    assert isinstance(store.open(first).scan("kernels"), pl.LazyFrame)
+    assert store.open(first).frame("memcpy").height == 0  # absent table reads as empty
+    listed = [info.id for info in store.list_runs()]
+    assert set(listed) == {first, second}
+
+
+@pytest.mark.parametrize("bad_id", ["..", "../x", "/etc", "a/b", "", ".staging", "x\x00y"])
+def test_run_ids_that_could_escape_are_rejected(data_dir: Path, bad_id: str) -> None:
+    store = RunStore(data_dir)
+    with pytest.raises(RunNotFound):
+        store.open(bad_id)
+
+
+def test_symlinked_run_outside_the_data_folder_is_rejected(data_dir: Path, tmp_path: Path) -> None:
+    store = RunStore(data_dir)
+    real = store.write("real", {"kernels": kernels_frame()})
+    outside = tmp_path / "outside"
+    (data_dir / "runs" / real).rename(outside)
+    (data_dir / "runs" / "sneaky").symlink_to(outside)
+    with pytest.raises(RunNotFound):
+        store.open("sneaky")
+
+
+def test_delete_removes_the_run(data_dir: Path) -> None:
+    store = RunStore(data_dir)
+    run_id = store.write("gone", {"kernels": kernels_frame()})
+    store.delete(run_id)
+    assert not store.exists(run_id)
+    assert store.list_runs() == []
+
+
+def test_broken_run_json_is_skipped_not_fatal(data_dir: Path) -> None:
+    store = RunStore(data_dir)
+    good = store.write("good", {"kernels": kernels_frame()})
+    broken = data_dir / "runs" / "broken-20250101-000000"
+    broken.mkdir()
+    (broken / "run.json").write_text("{not json")
+    assert [info.id for info in store.list_runs()] == [good]
+
+
+def test_ingest_combines_several_files_into_one_run(data_dir: Path, tmp_path: Path, csv_collector) -> None:
+    a = write_kernel_csv(tmp_path / "rank0.csv", rows=4)
+    b = write_kernel_csv(tmp_path / "rank1.csv", rows=6)
+    seen: list[tuple[float | None, str]] = []
+    run_id = RunStore(data_dir).ingest([a, b], progress=lambda f, m: seen.append((f, m)))
+    run = RunStore(data_dir).open(run_id)
+    kernels = run.frame("kernels")
+    assert kernels.height == 10
+    assert sorted(kernels["rank"].unique().to_list()) == [0, 1]
+    assert run.info.collectors == ["kernel_csv"]
+    assert run.info.metadata == {"kernel_csv": {"files": 2}}
+    assert seen[0][0] == 0.0 and any(f == 1.0 for f, _ in seen)
+    assert run_id.startswith("rank0-")
+
+
+def test_default_name_strips_format_suffixes() -> None:
+    assert default_name([Path("/x/worker0.1234.pt.trace.json.gz")]) == "worker0.1234"
+    assert default_name([Path("my trace!.json")]) == "my-trace"
+
+
+SLOW_INGEST = """
+import sys, time
+from pathlib import Path
+import dashboard.store as store_module
+from dashboard.collectors import register
+sys.path.insert(0, {repo!r})
+from tests.support.csv_collector import KernelCsvCollector
+register(KernelCsvCollector())
+original = store_module._copy_sources
+def slow_copy(paths, target):
+    result = original(paths, target)
+    print("copying", flush=True)
+    time.sleep(60)
+    return result
+store_module._copy_sources = slow_copy
+store_module.RunStore({data!r}).ingest([Path({source!r})])
+"""
+
+
+def test_killing_an_ingest_midway_leaves_no_run(data_dir: Path, tmp_path: Path) -> None:
+    source = write_kernel_csv(tmp_path / "k.csv")
+    repo = str(Path(__file__).resolve().parents[1])
+    script = SLOW_INGEST.format(repo=repo, data=str(data_dir), source=str(source))
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "copying"  # parquet written, sources copied, not yet published
+    staged = list((data_dir / ".staging").iterdir())
+    assert staged and (staged[0] / "kernels.parquet").is_file()
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
+    assert list((data_dir / "runs").iterdir()) == []
+    assert RunStore(data_dir).list_runs() == []
+    # The next start clears what the dead ingest left in staging.
+    old = time.time() - 7 * 3600
+    os.utime(staged[0], (old, old))
+    assert RunStore(data_dir).remove_stale_staging() == 1
