@@ -145,22 +145,24 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
     "ws_buffers": {
         "group": _STR,
         "memory": _STR,  # SMEM / TMEM
-        "name": _STR,
-        "buffer_id": _I64,
-        "bytes": _I64,
+        "buffer_index": _I32,  # i of cluster_smem_<i> / cluster_tmem_<i>: the key within (group, memory)
+        "name": _STR,  # not a key: duplicates (dqN x4) are normal
+        "buffer_id": _I64,  # SMEM allocation BufferId of the liveness dump (not the combined graph's B<n>)
+        "bytes": _I64,  # SMEM: one copy; TMEM: null (sized in rows x cols of 32-bit cells)
         "rows": _I32,
         "cols": _I32,
         "start_op": _I64,
         "end_op": _I64,  # exclusive
         "channels": pl.List(_I64),
-        "operand_d": _I32,
+        "operand_d": _I32,  # TMEM: channels using it as MMA operand D; SMEM: null
     },
     # A key operation in the combined channel graph.
     "ws_ops": {
         "group": _STR,
-        "op_id": _I64,
-        "node": _STR,
-        "partitions": pl.List(_I32),
+        "op_id": _I64,  # operation_id (post-order); null in dumps made without the debug flag
+        "node": _STR,  # op_op_<id>, or op_op_<pointer hash> without the debug flag: the key within a group
+        "graph_order": _I32,  # order in the combined graph: program order with op ids, else insertion order
+        "partitions": pl.List(_I32),  # every partition cluster the node is declared in
         "op": _STR,
         "out": _STR,
         "args": _STR,
@@ -176,16 +178,17 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "src_node": _STR,
         "dst_node": _STR,
         "memory": _STR,
-        "buffer_id": _I64,
+        "buffer_id": _I64,  # the combined graph's B<n> (the alloc's buffer.id), null when absent
         "name": _STR,
         "operand_d": pl.Boolean,
     },
     # Any other DOT graph, kept as a plain graph.
     "dot_nodes": {
         "group": _STR,
+        "kind": _STR,  # node / cluster (a cluster row's `node` is its path, e.g. cluster_a/cluster_b)
         "node": _STR,
         "label": _STR,
-        "cluster": _STR,
+        "cluster": _STR,  # path of the enclosing cluster, null at top level
         "attributes": _STR,  # JSON object of the remaining attributes
     },
     "dot_edges": {

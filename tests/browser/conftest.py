@@ -64,11 +64,11 @@ class Server:
 
 def start_server(data_dir: Path, log_path: Path, *extra_args: str, env: dict | None = None) -> Server:
     port = free_port()
-    log = open(log_path, "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "dashboard.app", "--data", str(data_dir), "--port", str(port), *extra_args],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-    )
+    with open(log_path, "w") as log:  # the child keeps its own copy of the descriptor
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dashboard.app", "--data", str(data_dir), "--port", str(port), *extra_args],
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
