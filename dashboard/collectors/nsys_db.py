@@ -1,0 +1,189 @@
+"""Opening an Nsight Systems SQLite export safely and reading its tables by column name.
+
+Columns move between export schema versions (and third-party tools add
+some), so every query picks columns by name from `PRAGMA table_info`, never
+by position, and an absent optional column reads as NULL.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import polars as pl
+
+from dashboard.collectors.base import IngestError, is_gzip, read_source_bytes
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_HEADER_BYTES = 100
+_CHUNK_ROWS = 200_000
+# A damaged schema can make SQLite's own error text undecodable.
+SQLITE_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
+
+
+def _decode(raw: bytes) -> str:
+    # Real exports hold non-UTF-8 bytes in some TEXT cells; replace, never fail.
+    return raw.decode("utf-8", errors="replace")
+
+
+def check_header(path: Path, head: bytes, size: int) -> None:
+    """Reject a file that is not SQLite or is shorter than its own header says."""
+    if not head.startswith(SQLITE_MAGIC):
+        raise IngestError(path, "not an SQLite database (the 'SQLite format 3' header is missing)")
+    if len(head) < _HEADER_BYTES:
+        raise IngestError(path, f"truncated SQLite file: {size} bytes, shorter than the 100-byte header")
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    # The in-header page count is trustworthy only when its version stamp
+    # matches the change counter (SQLite file format, section 1.3.7).
+    if pages and head[92:96] == head[24:28] and size < pages * page_size:
+        raise IngestError(
+            path,
+            f"truncated SQLite file: its header promises {pages * page_size:,} bytes "
+            f"({pages:,} pages of {page_size:,}) but the file has {size:,}",
+        )
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open read-only (gzip is decompressed into memory); raise IngestError when unusable."""
+    try:
+        if is_gzip(path):
+            data = read_source_bytes(path)
+            check_header(path, data[:_HEADER_BYTES], len(data))
+            conn = sqlite3.connect(":memory:")
+            conn.deserialize(data)
+        else:
+            with open(path, "rb") as handle:
+                check_header(path, handle.read(_HEADER_BYTES), path.stat().st_size)
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn.text_factory = _decode
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except SQLITE_ERRORS as exc:
+        raise IngestError(path, f"corrupt SQLite database ({exc})") from None
+    return conn
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Export:
+    """One open export: its tables, their columns, and typed queries."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.conn = connect(path)
+        try:
+            self.tables = table_names(self.conn)
+        except SQLITE_ERRORS as exc:
+            raise IngestError(path, f"corrupt SQLite database ({exc})") from None
+        self._columns: dict[str, dict[str, str]] = {}
+        self._strings: tuple[pl.Series, pl.Series] | None = None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def has(self, table: str) -> bool:
+        return table in self.tables
+
+    def columns(self, table: str) -> dict[str, str]:
+        """Column name -> declared type (upper case) of a table; empty when absent."""
+        if table not in self._columns:
+            rows = self.conn.execute(f"PRAGMA table_info({_quote(table)})").fetchall() if self.has(table) else []
+            self._columns[table] = {row[1]: str(row[2] or "").upper() for row in rows}
+        return self._columns[table]
+
+    def column(self, table: str, *candidates: str) -> str | None:
+        """The first candidate column the table has, quoted, or None."""
+        present = self.columns(table)
+        return next((f"t.{_quote(c)}" for c in candidates if c in present), None)
+
+    def col(self, table: str, *candidates: str) -> str:
+        """Like `column`, but NULL when absent (an optional field)."""
+        return self.column(table, *candidates) or "NULL"
+
+    def required(self, table: str, *candidates: str) -> str:
+        """Like `column`, but a table without any candidate is an error (absent tables read empty)."""
+        found = self.column(table, *candidates)
+        if found is None and self.has(table):
+            raise IngestError(
+                self.path,
+                f"table {table} has none of the columns {', '.join(candidates)} "
+                f"(it has {', '.join(self.columns(table)) or 'no columns'})",
+            )
+        return found or "NULL"
+
+    def string(self, table: str, alias: str, *candidates: str) -> dict[str, tuple[str, pl.DataType]]:
+        """Fields for a name held in one of several columns: StringIds references or inline text.
+
+        References are fetched as integers and resolved once per distinct id by
+        `resolve`, which is far cheaper than a lookup per row in SQL.
+        """
+        fields: dict[str, tuple[str, pl.DataType]] = {}
+        for name in candidates:
+            declared = self.columns(table).get(name)
+            if declared is None:
+                continue
+            if "INT" in declared and self.has("StringIds"):
+                fields[f"{alias}__id__{name}"] = (f"t.{_quote(name)}", pl.Int64)
+            else:
+                fields[f"{alias}__text__{name}"] = (f"CAST(t.{_quote(name)} AS TEXT)", pl.String)
+        return fields or {f"{alias}__text__": ("NULL", pl.String)}
+
+    def string_ids(self) -> tuple[pl.Series, pl.Series]:
+        if self._strings is None:
+            rows = self.pairs("SELECT id, CAST(value AS TEXT) FROM StringIds") if self.has("StringIds") else []
+            strings = pl.DataFrame(rows, schema={"id": pl.Int64, "value": pl.String}, orient="row")
+            strings = strings.drop_nulls("id").unique("id", keep="first", maintain_order=True)
+            self._strings = (strings["id"], strings["value"])
+        return self._strings
+
+    def resolve(self, frame: pl.DataFrame, alias: str) -> pl.DataFrame:
+        """Replace the `string` fields of `alias` by one column: the first non-null name."""
+        parts = [c for c in frame.columns if c.startswith(f"{alias}__")]
+        ids, values = self.string_ids()
+        names = [
+            pl.col(c).replace_strict(ids, values, default=None, return_dtype=pl.String) if "__id__" in c else pl.col(c)
+            for c in parts
+        ]
+        return frame.with_columns(pl.coalesce(names).alias(alias)).drop(parts)
+
+    def pid(self, table: str, column: str) -> str:
+        """The process id packed in a globalPid / globalTid column (0 when absent)."""
+        found = self.column(table, column)
+        return f"(({found} >> 24) & 16777215)" if found else "0"
+
+    def tid(self, table: str, column: str = "globalTid") -> str:
+        found = self.column(table, column)
+        return f"({found} & 16777215)" if found else "NULL"
+
+    def frame(self, table: str, fields: dict[str, tuple[str, pl.DataType]], where: str = "") -> pl.DataFrame:
+        """Run `SELECT <expr> AS <alias>, ... FROM table t [WHERE ...]` into a typed frame."""
+        schema = {alias: dtype for alias, (_, dtype) in fields.items()}
+        if not self.has(table):
+            return pl.DataFrame(schema=schema)
+        select = ", ".join(f"{expr} AS {_quote(alias)}" for alias, (expr, _) in fields.items())
+        sql = f"SELECT {select} FROM {_quote(table)} t" + (f" WHERE {where}" if where else "")
+        chunks = []
+        try:
+            cursor = self.conn.execute(sql)
+            # Chunks bound the memory held as Python tuples on million-row tables.
+            while rows := cursor.fetchmany(_CHUNK_ROWS):
+                chunks.append(pl.DataFrame(rows, schema=schema, orient="row"))
+        except SQLITE_ERRORS as exc:
+            raise IngestError(self.path, f"corrupt SQLite database while reading {table} ({exc})") from None
+        except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError) as exc:
+            raise IngestError(self.path, f"unexpected values in table {table} ({exc})") from None
+        return pl.concat(chunks) if chunks else pl.DataFrame(schema=schema)
+
+    def pairs(self, sql: str) -> list[tuple]:
+        """A small metadata query; a failure here is a corrupt file."""
+        try:
+            return self.conn.execute(sql).fetchall()
+        except SQLITE_ERRORS as exc:
+            raise IngestError(self.path, f"corrupt SQLite database ({exc})") from None
