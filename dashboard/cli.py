@@ -6,6 +6,7 @@ click gives us `--help` for every flag and environment-variable fallbacks
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -75,10 +76,14 @@ class StderrProgress:
 @click.option("--max-upload-mb", default=DEFAULT_MAX_UPLOAD_MB, show_default=True, type=int,
               envvar="DASHBOARD_MAX_UPLOAD_MB", show_envvar=True, help="Largest accepted upload.")
 @click.option("--no-demo", is_flag=True, help="Do not ingest the bundled demo into an empty data folder.")
+@click.option("--users-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              envvar="DASHBOARD_USERS_FILE", show_envvar=True,
+              help="Require a login: a file of 'user:<hash>' lines (make one with `hash-password`). "
+                   "DASHBOARD_USERS='alice:<hash>,bob:<hash>' adds users too.")
 @click.version_option(package_name="dashboard")
 @click.pass_context
 def cli(ctx: click.Context, data_dir: Path, host: str, port: int, debug: bool, max_upload_mb: int,
-        no_demo: bool) -> None:
+        no_demo: bool, users_file: Path | None) -> None:
     """GPU-profiling dashboard: where do my GPU time and memory go, and why?
 
     Without a command, serves the dashboard for the data folder at http://HOST:PORT/.
@@ -88,10 +93,15 @@ def cli(ctx: click.Context, data_dir: Path, host: str, port: int, debug: bool, m
     if ctx.invoked_subcommand is not None:
         return
     settings = Settings(data_dir=data_dir, host=host, port=port, debug=debug,
-                        max_upload_mb=max_upload_mb, seed_demo=not no_demo)
+                        max_upload_mb=max_upload_mb, seed_demo=not no_demo,
+                        users_file=users_file, users=os.environ.get("DASHBOARD_USERS", ""))
     from dashboard.app import create_app  # Dash loads only when serving
+    from dashboard.auth import UsersError
 
-    app = create_app(settings)
+    try:
+        app = create_app(settings)
+    except UsersError as exc:  # never fall back to serving without the login asked for
+        _fail(f"error: {exc}", debug)
     click.echo(f"dashboard: serving {settings.data_dir.resolve()} at http://{host}:{port}/", err=True)
     app.run(host=host, port=port, debug=debug)
 
@@ -152,13 +162,59 @@ def list_runs(data_dir: Path) -> None:
         click.echo(f"{info.id:<{width}}  {info.created}  {evidence:<28}  {info.total_rows:>10} rows")
 
 
+@cli.command("hash-password")
+@click.argument("user")
+@click.option("--password-stdin", is_flag=True, help="Read the password from the first line of stdin.")
+def hash_password(user: str, password_stdin: bool) -> None:
+    """Print a 'USER:<hash>' line for --users-file or DASHBOARD_USERS (the password is asked twice)."""
+    from dashboard.auth import UsersError, make_user_line
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True, err=True)
+    try:
+        click.echo(make_user_line(user, password))
+    except UsersError as exc:
+        _fail(f"error: {exc}", False)
+
+
+@cli.command("export-trace")
+@click.argument("run_id")
+@DATA_OPTION
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="File to write (default: RUN_ID.trace.json here; '-' for stdout).")
+@click.option("--no-flows", is_flag=True, help="Leave out the arrows from API calls to the kernels they launched.")
+def export_trace(run_id: str, data_dir: Path, out_path: Path | None, no_flows: bool) -> None:
+    """Write a run's kernels, copies, ranges and API calls as Chrome-trace JSON.
+
+    Open the file in https://ui.perfetto.dev or chrome://tracing.
+    """
+    from dashboard.exports.perfetto import TRACE_TABLES, write_trace
+    from dashboard.store import RunNotFound, RunStore
+
+    try:
+        run = RunStore(data_dir).open(run_id)
+    except RunNotFound:
+        _fail(f"error: no run named {run_id!r} in {data_dir}", False)
+    tables = {table: run.frame(table) for table in TRACE_TABLES if run.has(table)}
+    if not tables:
+        _fail(f"error: run {run_id!r} has no kernels, copies, ranges or API calls to export", False)
+    if out_path is not None and str(out_path) == "-":
+        write_trace(tables, sys.stdout.buffer, run_id=run.id, flows=not no_flows)
+        return
+    target = out_path or Path(f"{run.id}.trace.json")
+    with open(target, "wb") as out:
+        size = write_trace(tables, out, run_id=run.id, flows=not no_flows)
+    click.echo(f"wrote {target} ({size:,} bytes)", err=True)
+
+
 def _register_optional_commands() -> None:
     # Capture needs no GPU to be listed; it explains itself when CUPTI is absent.
-    try:
-        from dashboard.capture import capture_command
-    except ImportError:
-        return
+    from dashboard.capture import capture_command, merge_command
+
     cli.add_command(capture_command)
+    cli.add_command(merge_command)
 
 
 _register_optional_commands()

@@ -1,0 +1,228 @@
+"""Host-side ranges (modules, passes, user marks) on CUPTI's clock.
+
+Every range gets an id that is also pushed as a CUPTI external correlation id
+while the range is open on its thread, so each CUDA API call made inside it
+(and the kernel / copy it launched, which shares the call's correlation id)
+can be attributed to the innermost open range, exactly, without timing
+guesses and without a synchronize per layer.
+
+CUPTI's external-id stack is per thread, and autograd may close a backward
+range from another thread than the one that opened it. So each thread keeps
+the stack it *should* have; a thread's real CUPTI stack is brought in line
+(pop the stale ids, push the missing ones) whenever that thread opens or
+closes a range. A stale id left on a thread can only mislabel work launched
+after its range ended, and attribution drops such matches by time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import polars as pl
+
+_RANGE_COLUMNS: dict[str, pl.DataType] = {
+    "id": pl.Int64,
+    "thread": pl.Int64,
+    "name": pl.String,
+    "category": pl.String,
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "depth": pl.Int32,
+    "parent": pl.Int64,
+    "pass": pl.String,
+    "layer": pl.String,
+    "flops": pl.Float64,
+    "correlation": pl.Int64,
+}
+
+
+@dataclass(slots=True, eq=False)  # identity: `list.remove` must not compare fields
+class OpenRange:
+    id: int
+    name: str
+    category: str
+    start_ns: int
+    thread: int
+    depth: int
+    parent: int | None
+    pass_: str | None
+    layer: str | None
+
+
+@dataclass(slots=True)
+class _ThreadStacks:
+    wanted: list[OpenRange] = field(default_factory=list)  # open ranges, outermost first
+    pushed: list[int] = field(default_factory=list)  # ids on this thread's CUPTI stack
+    dirty: bool = False  # another thread changed `wanted`: the next sync compares all
+
+
+class RangeRecorder:
+    """Open / close nested ranges per thread; finished ranges become the `ranges` table."""
+
+    def __init__(
+        self,
+        clock: Callable[[], int],
+        push: Callable[[int], None] | None = None,
+        pop: Callable[[], None] | None = None,
+    ) -> None:
+        self.clock = clock
+        self._push = push
+        self._pop = pop
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._threads: dict[int, _ThreadStacks] = {}
+        self._open: dict[int, tuple[int, OpenRange]] = {}  # id -> (owner thread, range)
+        self._rows: list[tuple] = []
+        self.correlation_errors = 0
+
+    # ---- recording -------------------------------------------------------
+    def open(
+        self,
+        name: str,
+        category: str,
+        pass_: str | None = None,
+        layer: str | None = None,
+        under: int = 0,
+    ) -> int:
+        """Open a range on the calling thread; returns its id.
+
+        `pass_` / `layer` default to the enclosing range's (pass "none" at the
+        top: a step or an optimizer mark is neither pass). `under` > 0 opens
+        the range *beneath* the innermost `under` open ranges, which become
+        its children (they started first only because of hook order; the new
+        range starts with the earliest of them).
+        """
+        thread = threading.get_native_id()
+        with self._lock:
+            stacks = self._threads.setdefault(thread, _ThreadStacks())
+            position = max(0, len(stacks.wanted) - max(0, under))
+            parent = stacks.wanted[position - 1] if position else None
+            above = stacks.wanted[position:]
+            opened = OpenRange(
+                id=next(self._ids),
+                name=name,
+                category=category,
+                start_ns=0,
+                thread=thread,
+                depth=position,
+                parent=parent.id if parent else None,
+                pass_=pass_ if pass_ is not None else (parent.pass_ if parent else "none"),
+                layer=layer if layer is not None else (parent.layer if parent else None),
+            )
+            for child in above:
+                child.depth += 1
+            if above:
+                above[0].parent = opened.id
+            stacks.wanted.insert(position, opened)
+            self._open[opened.id] = (thread, opened)
+            self._sync_cupti(stacks)
+        # Stamp after the push so the range covers the calls it attributes.
+        now = self.clock()
+        opened.start_ns = min(now, *(child.start_ns for child in above)) if above else now
+        return opened.id
+
+    def open_stack(self) -> list[OpenRange]:
+        """The ranges open on the calling thread, outermost first (a copy)."""
+        with self._lock:
+            stacks = self._threads.get(threading.get_native_id())
+            return list(stacks.wanted) if stacks else []
+
+    def close(self, range_id: int, flops: float | None = None) -> bool:
+        """Close a range (from any thread); False when it is not open."""
+        end = self.clock()
+        me = threading.get_native_id()
+        with self._lock:
+            entry = self._open.pop(range_id, None)
+            if entry is None:
+                return False
+            owner, opened = entry
+            stacks = self._threads[owner]
+            stacks.wanted.remove(opened)
+            if owner == me:
+                self._sync_cupti(stacks)
+            else:
+                stacks.dirty = True
+            self._rows.append(
+                (
+                    opened.id,
+                    opened.thread,
+                    opened.name,
+                    opened.category,
+                    opened.start_ns,
+                    max(end, opened.start_ns),
+                    opened.depth,
+                    opened.parent,
+                    opened.pass_,
+                    opened.layer,
+                    flops,
+                    opened.id,
+                )
+            )
+        return True
+
+    def close_all(self) -> int:
+        """Close every range still open (at session stop); returns how many."""
+        with self._lock:
+            ids = [opened.id for _thread, opened in self._open.values()]
+        # Innermost first, so parents end no earlier than their children.
+        for range_id in sorted(ids, reverse=True):
+            self.close(range_id)
+        with self._lock:
+            stacks = self._threads.get(threading.get_native_id())
+            if stacks is not None:
+                self._sync_cupti(stacks)
+        return len(ids)
+
+    def frame(self) -> pl.DataFrame:
+        with self._lock:
+            rows = list(self._rows)
+        return pl.DataFrame(rows, schema=_RANGE_COLUMNS, orient="row")
+
+    # ---- CUPTI's external-id stack ----------------------------------------
+    def _sync_cupti(self, stacks: _ThreadStacks) -> None:
+        if self._push is None or self._pop is None:
+            return
+        try:
+            if not stacks.dirty and self._sync_one_step(stacks):
+                return
+            stacks.dirty = False
+            self._sync_all(stacks)
+        except Exception:
+            # Attribution degrades (kernels lose their layer); the capture goes on.
+            self.correlation_errors += 1
+
+    def _sync_one_step(self, stacks: _ThreadStacks) -> bool:
+        """The common cases, one CUPTI call each: a range opened on top, or the top one closed.
+
+        Valid because `pushed` mirrored `wanted` before this one change (ids are unique,
+        so comparing the element next to the change is enough)."""
+        pushed, wanted = stacks.pushed, stacks.wanted
+        assert self._push is not None and self._pop is not None
+        if len(wanted) == len(pushed) + 1 and (not pushed or pushed[-1] == wanted[-2].id):
+            self._push(wanted[-1].id)
+            pushed.append(wanted[-1].id)
+            return True
+        if len(pushed) == len(wanted) + 1 and (not wanted or wanted[-1].id == pushed[-2]):
+            self._pop()
+            pushed.pop()
+            return True
+        return False
+
+    def _sync_all(self, stacks: _ThreadStacks) -> None:
+        """Pop the ids that differ from the wanted stack, push the missing ones."""
+        assert self._push is not None and self._pop is not None
+        wanted = [opened.id for opened in stacks.wanted]
+        keep = 0
+        for have, want in zip(stacks.pushed, wanted, strict=False):
+            if have != want:
+                break
+            keep += 1
+        while len(stacks.pushed) > keep:
+            self._pop()
+            stacks.pushed.pop()
+        for range_id in wanted[keep:]:
+            self._push(range_id)
+            stacks.pushed.append(range_id)
