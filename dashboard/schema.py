@@ -121,6 +121,13 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "allocated": _I64,
         "free": _I64,
         "largest_free": _I64,
+        # Position in the profiler's own JSON (deallocate / get_device left out),
+        # so an index quoted from its report can be found; null for those ops.
+        "profiler_index": _I64,
+        # v1 profiler JSON only: device-wide bytes of the live tensors it tracks from
+        # op output types (logical and tile-padded); null where the source lacks them.
+        "unpadded_bytes": _I64,
+        "padded_bytes": _I64,
     },
     # Operation metadata for the memory page's detail panel.
     "op_meta": {
@@ -140,6 +147,7 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "buffer_types": pl.List(_STR),
         "const_eval_graph": _STR,
         "is_weight_op": pl.Boolean,
+        "profiler_index": _I64,  # as in op_memory
     },
     # One SMEM / TMEM buffer of one warp-specialization planner dump group.
     "ws_buffers": {

@@ -1,0 +1,382 @@
+"""A grammar of the Graphviz DOT language, parsed with lark (LALR).
+
+The parser knows DOT, nothing about Triton: it turns text into a neutral
+`DotGraph` (graph attributes, clusters with their member nodes, nodes with
+attributes, edges with attributes). The warp-specialization semantics live in
+`triton_ws_semantics`. Keeping the layers apart makes harmless layout changes
+(attribute order, blank lines, a re-save by another tool) irrelevant to the
+planner interpretation, and lets each layer be tested on its own.
+
+Speed: pydot needs ~0.8 s for an 11 KB planner dump. lark's own lexer spends
+~9 µs per token on a slow core, so the lexical layer is one compiled regex run
+by `re.finditer` (C speed) feeding lark's LALR parser, and an attribute list
+`[k=v, ...]` is one token whose pairs a second regex splits (attribute lists
+are a regular language). Statement separators `;` are optional in DOT, so the
+lexer drops them. That brings an 11 KB dump to a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import NamedTuple
+
+from lark import Lark
+from lark.exceptions import UnexpectedInput, UnexpectedToken
+from lark.lexer import Lexer
+
+_GRAMMAR = r"""
+start: graph+
+graph: STRICT? (GRAPH | DIGRAPH) ID? LBRACE stmts? _RBRACE
+stmts: stmts? (attr_assign | attr_stmt | node_stmt | edge_stmt | subgraph)
+attr_assign: ID _EQUAL ID
+attr_stmt: (GRAPH | NODE | EDGE) ATTRS
+node_stmt: ID ATTRS?
+edge_stmt: (ID | subgraph) (EDGEOP (ID | subgraph))+ ATTRS?
+subgraph: (SUBGRAPH ID?)? LBRACE stmts? _RBRACE
+%declare STRICT GRAPH DIGRAPH NODE EDGE SUBGRAPH EDGEOP ID ATTRS LBRACE _RBRACE _EQUAL
+"""
+
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_HTML = r"<(?:[^<>]+|<[^<>]*>)*>"  # HTML labels: text and tags (<TD>, <B>...) inside one <...>
+_NUMERAL = r"-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)"
+_NAME = r"[A-Za-z_\u0080-\uffff][A-Za-z0-9_.\u0080-\uffff]*"
+_ANY_ID = rf"{_STRING}(?:\s*\+\s*{_STRING})*|{_HTML}|{_NUMERAL}|{_NAME}"
+
+# A port (`node:port:compass`) only steers where an edge touches a node's box: the lexer drops it.
+_PORT = rf"(?:\s*:\s*(?:{_STRING}|{_NAME}|{_NUMERAL}))*"
+_TOKEN = re.compile(
+    "|".join(
+        [
+            r"(?P<SKIP>(?:[ \t\r\n\f;]+|//[^\n]*|/\*[\s\S]*?\*/|(?m:^#[^\n]*))+)",
+            rf"(?P<ATTRS>(?:\[(?:[^\]\"<]+|{_STRING}|{_HTML})*\]\s*)+)",
+            rf"(?P<STRING>{_STRING}(?:\s*\+\s*{_STRING})*){_PORT}",
+            rf"(?P<HTML>{_HTML})",
+            r"(?P<EDGEOP>->|--)",
+            rf"(?P<NUMERAL>{_NUMERAL}){_PORT}",
+            rf"(?P<NAME>{_NAME}){_PORT}",
+            r"(?P<PUNCT>[{}=])",
+            r"(?P<BAD>.)",
+        ]
+    ),
+    re.S,
+)
+_ATTR_LIST = re.compile(rf"(?:\[\s*(?:(?:{_ANY_ID})\s*=\s*(?:{_ANY_ID})\s*[,;]?\s*)*\]\s*)+")
+_ATTR_PAIR = re.compile(rf"({_ANY_ID})\s*=\s*({_ANY_ID})")
+_ATTR_STEP = re.compile(rf"(?P<sep>[\s,;\[\]]+)|(?P<pair>(?:{_ANY_ID})\s*=\s*(?:{_ANY_ID}))|(?P<bad>.)", re.S)
+_STRING_PART = re.compile(_STRING)
+_KEYWORDS = {"strict": "STRICT", "graph": "GRAPH", "digraph": "DIGRAPH", "node": "NODE", "edge": "EDGE",
+             "subgraph": "SUBGRAPH"}
+_PUNCT = {"{": "LBRACE", "}": "_RBRACE", "=": "_EQUAL"}
+_ID_KINDS = frozenset(("STRING", "HTML", "NUMERAL"))
+
+
+class DotSyntaxError(ValueError):
+    """The text is not DOT; `line` is 1-based in the caller's numbering."""
+
+    def __init__(self, line: int | None, message: str) -> None:
+        self.line = line
+        self.message = message
+        super().__init__(f"line {line}: {message}" if line else message)
+
+
+@dataclass
+class DotNode:
+    id: str
+    attrs: dict[str, str]
+    clusters: list[str]  # every cluster path the node is declared in, in declaration order
+    line: int
+    other_labels: list[tuple[int, str]] = field(default_factory=list)  # (line, label) of redeclarations
+    # that changed the label: two different things under one id
+
+
+@dataclass
+class DotEdge:
+    src: str
+    dst: str
+    attrs: dict[str, str]
+    cluster: str | None  # innermost cluster path where the edge statement stands
+    line: int
+
+
+@dataclass
+class DotCluster:
+    path: str  # "cluster_a/cluster_b" for nested clusters
+    name: str
+    parent: str | None
+    attrs: dict[str, str]
+    nodes: list[str]  # member node ids in declaration order (a node may be in several clusters)
+    line: int
+    attr_lines: dict[str, int] = field(default_factory=dict)  # where `key=value;` statements stand
+
+
+@dataclass
+class DotGraph:
+    name: str
+    directed: bool
+    strict: bool
+    line: int
+    attrs: dict[str, str] = field(default_factory=dict)
+    nodes: dict[str, DotNode] = field(default_factory=dict)  # insertion order = first declaration
+    edges: list[DotEdge] = field(default_factory=list)
+    clusters: dict[str, DotCluster] = field(default_factory=dict)
+
+
+_ESCAPE = re.compile(r'\\(["\\nlr])')
+_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "l": "\n", "r": "\n"}
+
+
+def unescape(value: str) -> str:
+    """A DOT string's text: `\\"` becomes `"` and the label escapes `\\n \\l \\r` become newlines."""
+    if "\\" not in value:
+        return value
+    return _ESCAPE.sub(lambda match: _ESCAPES[match.group(1)], value)
+
+
+def id_text(raw: str) -> str:
+    """The text of a DOT identifier: quoted strings unquoted, unescaped and `+`-joined."""
+    if raw.startswith('"'):
+        return "".join(unescape(part[1:-1]) for part in _STRING_PART.findall(raw))
+    return raw  # names, numerals and HTML labels (kept whole, as Graphviz tools report them)
+
+
+def _attrs(token: _Tok) -> dict[str, str]:
+    """The name=value pairs of one or more `[...]` lists (validated whole, then split)."""
+    value = token.value
+    if _ATTR_LIST.fullmatch(value) is None:
+        for step in _ATTR_STEP.finditer(value):
+            if step.lastgroup == "bad":
+                line = token.line + value.count("\n", 0, step.start())
+                raise DotSyntaxError(line, f"malformed attribute list near {value[step.start():][:30]!r} "
+                                           "(expected name=value pairs)")
+    return {
+        (id_text(key) if key[0] == '"' else key): (id_text(text) if text[0] == '"' else text)
+        for key, text in _ATTR_PAIR.findall(value)
+    }
+
+
+_BAD_CHAR_HINTS = {
+    '"': "an unterminated quoted string",
+    "[": "an unterminated attribute list",
+    "<": "an unterminated HTML label",
+}
+
+
+class _Tok(NamedTuple):
+    """A token as lark's LALR loop needs it (type, value, positions), at the cost of a tuple."""
+
+    type: str
+    value: str
+    start_pos: int
+    line: int
+    column: int = 0
+    end_line: int = 0
+    end_column: int = 0
+    end_pos: int = 0
+
+
+class _DotLexer(Lexer):
+    """One compiled regex over the whole text; lark only sees the meaningful tokens."""
+
+    def __init__(self, lexer_conf: object) -> None:
+        pass
+
+    def lex(self, text: str) -> Iterator[_Tok]:  # type: ignore[override]
+        line, last = 1, 0
+        count = text.count
+        for match in _TOKEN.finditer(text):
+            kind = match.lastgroup
+            if kind == "SKIP":
+                continue
+            start = match.start()
+            line += count("\n", last, start)
+            last = start
+            value = match.group(kind)  # type: ignore[arg-type]
+            if kind == "NAME":
+                kind = _KEYWORDS.get(value.lower(), "ID")
+            elif kind in _ID_KINDS:
+                kind = "ID"
+            elif kind == "PUNCT":
+                kind = _PUNCT[value]
+            elif kind == "BAD":
+                hint = _BAD_CHAR_HINTS.get(value)
+                what = f"unexpected character {value!r}" + (f" ({hint}?)" if hint else "")
+                raise DotSyntaxError(line, what)
+            yield _Tok(kind, value, start, line)  # type: ignore[arg-type]
+
+
+# --- parse callbacks: LALR calls these on each reduction, so no parse tree is built -----------------
+# Statements become small tuples: ("node", id, attrs, line), ("edge", ends, attrs),
+# ("subgraph", name, stmts, line), ("defaults", kind, attrs), ("assign", key, value, line).
+
+
+class _Build:
+    def stmts(self, children: list) -> list:
+        # Left recursion: `stmts stmt` extends the list built so far, one append per statement.
+        if len(children) == 2:
+            children[0].append(children[1])
+            return children[0]
+        return children
+
+    def attr_assign(self, children: list[_Tok]) -> tuple:
+        return ("assign", id_text(children[0].value), id_text(children[1].value), children[0].line)
+
+    def attr_stmt(self, children: list[_Tok]) -> tuple:
+        return ("defaults", children[0].value.lower(), _attrs(children[1]))
+
+    def node_stmt(self, children: list[_Tok]) -> tuple:
+        name = children[0]
+        return ("node", id_text(name.value), _attrs(children[1]) if len(children) > 1 else {}, name.line)
+
+    def edge_stmt(self, children: list) -> tuple:
+        ends, attrs = [], {}
+        for part in children:
+            if isinstance(part, _Tok):
+                if part.type == "ID":
+                    ends.append(("id", id_text(part.value), part.line))
+                elif part.type == "ATTRS":
+                    attrs = _attrs(part)
+            else:
+                ends.append(part)  # a subgraph: the edge touches every node it holds
+        return ("edge", ends, attrs)
+
+    def subgraph(self, children: list) -> tuple:
+        name, line = None, 0
+        for part in children:
+            if isinstance(part, _Tok):
+                line = line or part.line
+                if part.type == "ID":
+                    name = id_text(part.value)
+        return ("subgraph", name, next((p for p in children if isinstance(p, list)), []), line)
+
+    def graph(self, children: list) -> tuple:
+        tokens = [p for p in children if isinstance(p, _Tok)]
+        kind = next(t for t in tokens if t.type in ("GRAPH", "DIGRAPH"))
+        name = next((id_text(t.value) for t in tokens if t.type == "ID"), "")
+        stmts = next((p for p in children if isinstance(p, list)), [])
+        return (kind.type == "DIGRAPH", any(t.type == "STRICT" for t in tokens), name, stmts, kind.line)
+
+    def start(self, children: list) -> list[tuple]:
+        return children
+
+
+_PARSER = Lark(_GRAMMAR, parser="lalr", lexer=_DotLexer, transformer=_Build())
+
+
+# --- from parsed statements to the neutral graph ----------------------------------------------------
+
+
+class _Assembler:
+    """Walks the statements once, scoping default attributes and cluster membership."""
+
+    def __init__(self, graph: DotGraph, line_offset: int) -> None:
+        self.graph = graph
+        self.offset = line_offset
+
+    def walk(self, stmts: list[tuple], cluster: str | None, node_defaults: dict[str, str],
+             edge_defaults: dict[str, str]) -> list[str]:
+        """Apply statements; returns the node ids mentioned, which an edge to a subgraph touches."""
+        node_defaults, edge_defaults = dict(node_defaults), dict(edge_defaults)
+        mentioned: list[str] = []
+        for stmt in stmts:
+            kind = stmt[0]
+            if kind == "node":
+                _, node_id, attrs, line = stmt
+                self._declare(node_id, {**node_defaults, **attrs}, cluster, line)
+                mentioned.append(node_id)
+            elif kind == "edge":
+                attrs = {**edge_defaults, **stmt[2]}
+                mentioned.extend(self._edge(stmt[1], attrs, cluster, node_defaults, edge_defaults))
+            elif kind == "subgraph":
+                mentioned.extend(self._subgraph(stmt, cluster, node_defaults, edge_defaults))
+            elif kind == "defaults":
+                target, attrs = stmt[1], stmt[2]
+                if target == "node":
+                    node_defaults.update(attrs)
+                elif target == "edge":
+                    edge_defaults.update(attrs)
+                else:
+                    self._graph_attrs(cluster).update(attrs)
+            else:  # "assign": `label="..."` inside a (sub)graph
+                self._graph_attrs(cluster)[stmt[1]] = stmt[2]
+                if cluster is not None:
+                    self.graph.clusters[cluster].attr_lines[stmt[1]] = stmt[3] + self.offset
+        return mentioned
+
+    def _graph_attrs(self, cluster: str | None) -> dict[str, str]:
+        return self.graph.attrs if cluster is None else self.graph.clusters[cluster].attrs
+
+    def _declare(self, node_id: str, attrs: dict[str, str], cluster: str | None, line: int) -> None:
+        node = self.graph.nodes.get(node_id)
+        if node is None:
+            node = DotNode(node_id, attrs, [], line + self.offset)
+            self.graph.nodes[node_id] = node
+        else:
+            label = attrs.get("label")
+            if label is not None and node.attrs.get("label") not in (None, label):
+                node.other_labels.append((line + self.offset, label))
+            node.attrs.update(attrs)
+        if cluster is not None and cluster not in node.clusters:
+            node.clusters.append(cluster)
+            self.graph.clusters[cluster].nodes.append(node_id)
+
+    def _subgraph(self, stmt: tuple, cluster: str | None, node_defaults: dict[str, str],
+                  edge_defaults: dict[str, str]) -> list[str]:
+        _, name, body, line = stmt
+        inner = cluster
+        # Only subgraphs named cluster* are drawn as boxes; the others just scope attributes.
+        if name is not None and name.startswith("cluster"):
+            inner = name if cluster is None else f"{cluster}/{name}"
+            if inner not in self.graph.clusters:
+                self.graph.clusters[inner] = DotCluster(inner, name, cluster, {}, [], line + self.offset)
+        return self.walk(body, inner, node_defaults, edge_defaults)
+
+    def _edge(self, chain: list[tuple], attrs: dict[str, str], cluster: str | None,
+              node_defaults: dict[str, str], edge_defaults: dict[str, str]) -> list[str]:
+        ends: list[tuple[list[str], int]] = []
+        for part in chain:
+            if part[0] == "subgraph":
+                ends.append((self._subgraph(part, cluster, node_defaults, edge_defaults), part[3]))
+            else:
+                _, node_id, line = part
+                if node_id not in self.graph.nodes:  # an edge declares the nodes it names
+                    self._declare(node_id, dict(node_defaults), cluster, line)
+                ends.append(([node_id], line))
+        for (sources, line), (targets, _) in pairwise(ends):
+            for src in sources:
+                for dst in targets:
+                    self.graph.edges.append(DotEdge(src, dst, dict(attrs), cluster, line + self.offset))
+        return [node_id for ids, _ in ends for node_id in ids]
+
+
+def _syntax_error(text: str, exc: UnexpectedInput, line_offset: int) -> DotSyntaxError:
+    last_line = text.count("\n") + 1 + line_offset
+    if isinstance(exc, UnexpectedToken) and exc.token.type != "$END":
+        token = exc.token
+        message = f"unexpected {token.value[:40]!r}"
+        if "DIGRAPH" in exc.expected and "$END" in exc.expected:
+            message += " after the graph was closed (one `}` too many earlier?)"
+        return DotSyntaxError(token.line + line_offset, message)
+    # Running out of input inside a graph: braces do not balance or the file was cut short.
+    return DotSyntaxError(last_line, "the graph ends before it is closed (unbalanced braces or a truncated file)")
+
+
+def parse_dot(text: str, line_offset: int = 0) -> list[DotGraph]:
+    """Every graph in a DOT text. `line_offset` shifts reported lines (for a block cut from a log).
+
+    Raises DotSyntaxError with the (shifted) line of the first problem.
+    """
+    try:
+        parsed = _PARSER.parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(text, exc, line_offset) from None
+    except DotSyntaxError as exc:
+        raise DotSyntaxError((exc.line or 0) + line_offset or None, exc.message) from None
+    graphs = []
+    for directed, strict, name, stmts, line in parsed:
+        graph = DotGraph(name=name, directed=directed, strict=strict, line=line + line_offset)
+        _Assembler(graph, line_offset).walk(stmts, None, {}, {})
+        graphs.append(graph)
+    return graphs
