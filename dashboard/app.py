@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import traceback
 from pathlib import Path
 
@@ -11,8 +12,11 @@ from dash import set_props
 from flask import jsonify
 
 from dashboard import __version__
+from dashboard.auth import install_login
+from dashboard.exports.routes import install_run_downloads
 from dashboard.figures import theme  # noqa: F401  (registers the plotly template)
 from dashboard.layouts import context
+from dashboard.server_security import install_security
 from dashboard.settings import Settings
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -53,10 +57,15 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     app.layout = shell
     server = app.server
     server.config["MAX_CONTENT_LENGTH"] = settings.max_upload_mb * 1024 * 1024
+    install_security(app)  # security headers, a clear 413
+    install_login(server, settings.users_file, settings.users)  # off unless users are configured
+    install_run_downloads(server, store)  # /runs/<id>/source/..., /tables/<t>.csv, /trace.json
 
     @server.route("/health")
     def health():  # type: ignore[no-untyped-def]
-        return jsonify({"status": "ok", "version": __version__, "runs": len(store.list_runs())})
+        # pid: which worker answered, for checking a multi-worker server.
+        return jsonify({"status": "ok", "version": __version__, "runs": len(store.list_runs()),
+                        "pid": os.getpid()})
 
     return app
 

@@ -21,6 +21,10 @@ class Settings:
     max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB
     # Ingest the bundled demo into an empty data folder on start.
     seed_demo: bool = True
+    # Login (HTTP basic auth) is on when either names users: a file of `user:<werkzeug hash>`
+    # lines, and/or DASHBOARD_USERS="alice:<hash>,bob:<hash>" (see dashboard/auth.py).
+    users_file: Path | None = None
+    users: str = ""
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -32,4 +36,6 @@ class Settings:
             debug=os.environ.get("DASHBOARD_DEBUG", "") not in ("", "0", "false"),
             max_upload_mb=int(os.environ.get("DASHBOARD_MAX_UPLOAD_MB", DEFAULT_MAX_UPLOAD_MB)),
             seed_demo=os.environ.get("DASHBOARD_SEED_DEMO", "1") not in ("0", "false"),
+            users_file=Path(os.environ["DASHBOARD_USERS_FILE"]) if os.environ.get("DASHBOARD_USERS_FILE") else None,
+            users=os.environ.get("DASHBOARD_USERS", ""),
         )

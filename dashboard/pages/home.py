@@ -15,6 +15,7 @@ from dash import Input, Output, State, callback, dcc, html
 
 from dashboard.analysis.units import format_bytes
 from dashboard.layouts.context import current_jobs, current_settings, current_store
+from dashboard.layouts.downloads import download_markdown
 from dashboard.layouts.page import page_header, page_href
 from dashboard.layouts.shell import RUNS_VERSION
 from dashboard.schema import EVIDENCE_LABELS
@@ -46,6 +47,7 @@ def _row(info: RunInfo) -> dict[str, Any]:
         "id": info.id,
         "name": info.name,
         "open": " · ".join(links) or "–",
+        "download": download_markdown(info),
         "evidence": ", ".join(EVIDENCE_LABELS.get(kind, kind) for kind in info.evidence) or "none",
         "sources": ", ".join(Path(source).name for source in info.sources) or "live capture",
         "created": info.created.replace("T", " "),
@@ -59,6 +61,8 @@ def _row(info: RunInfo) -> dict[str, Any]:
 COLUMNS = [
     {"field": "id", "headerName": "Run", "minWidth": 260, "pinned": "left"},
     {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 220,
+     "cellRendererParams": {"linkTarget": "_self"}},
+    {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 200,
      "cellRendererParams": {"linkTarget": "_self"}},
     {"field": "evidence", "headerName": "Evidence", "minWidth": 220},
     {"field": "sources", "headerName": "Sources", "minWidth": 220, "tooltipField": "sources"},

@@ -1,0 +1,85 @@
+"""HTTP downloads of a run: its original sources, a table as CSV, its Perfetto trace.
+
+    /runs/<run_id>/source/<path>        a file of source/, byte for byte
+    /runs/<run_id>/tables/<table>.csv   a canonical table
+    /runs/<run_id>/trace.json           kernels, copies, ranges, API calls as Chrome-trace JSON
+
+Nothing outside the run's folder is ever read: run ids are checked by the
+store, file paths by `resolve_inside`; a refused or unknown path is a 404.
+CSV and trace are streamed in slices, so a big run does not need its whole
+export in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import quote
+
+from flask import Flask, Response, abort, send_file
+
+from dashboard import schema
+from dashboard.exports.perfetto import TRACE_TABLES, encode_trace
+from dashboard.exports.tables import encode_csv
+from dashboard.server_security import resolve_inside
+from dashboard.store import SOURCE_DIR, Run, RunNotFound, RunStore
+
+
+def source_href(run_id: str, relative: str) -> str:
+    return f"/runs/{quote(run_id)}/source/{quote(relative)}"
+
+
+def table_csv_href(run_id: str, table: str) -> str:
+    return f"/runs/{quote(run_id)}/tables/{quote(table)}.csv"
+
+
+def trace_href(run_id: str) -> str:
+    return f"/runs/{quote(run_id)}/trace.json"
+
+
+def has_trace(run: Run) -> bool:
+    return any(run.has(table) for table in TRACE_TABLES)
+
+
+def _attachment(body: Iterator[bytes], mimetype: str, filename: str) -> Response:
+    response = Response(body, mimetype=mimetype)
+    response.headers["Content-Disposition"] = f"attachment; filename=\"{filename}\""
+    return response
+
+
+def install_run_downloads(server: Flask, store: RunStore) -> None:
+    """Add the download routes for the runs of `store`."""
+
+    def open_run(run_id: str) -> Run:
+        try:
+            return store.open(run_id)
+        except RunNotFound:
+            abort(404, description=f"no run named {run_id!r}")
+
+    @server.get("/runs/<run_id>/source/<path:relative>")
+    def run_source(run_id: str, relative: str) -> Response:
+        run = open_run(run_id)
+        path = resolve_inside(run.info.path / SOURCE_DIR, relative, jail=run.info.path)
+        # Bytes as they were uploaded: never rendered by the browser, whatever they contain.
+        return send_file(path, mimetype="application/octet-stream", as_attachment=True,
+                         download_name=path.name, conditional=True)
+
+    @server.get("/runs/<run_id>/tables/<table>.csv")
+    def run_table_csv(run_id: str, table: str) -> Response:
+        run = open_run(run_id)
+        if table not in schema.TABLES or not run.has(table):
+            abort(404, description=f"run {run_id!r} has no table {table!r}")
+        return _attachment(encode_csv(run.frame(table)), "text/csv", f"{run.id}.{table}.csv")
+
+    @server.get("/runs/<run_id>/trace.json")
+    def run_trace(run_id: str) -> Response:
+        run = open_run(run_id)
+        if not has_trace(run):
+            abort(404, description=f"run {run_id!r} has no kernels, copies, ranges or API calls to trace")
+        tables = {table: run.frame(table) for table in TRACE_TABLES if run.has(table)}
+        return _attachment(encode_trace(tables, run_id=run.id), "application/json", f"{run.id}.trace.json")
+
+    @server.get("/runs/<path:_anything>")
+    def no_such_download(_anything: str) -> Response:
+        # Without this, a path under /runs/ that matches none of the above
+        # (e.g. an encoded '../' in the run id) would get Dash's page shell.
+        abort(404)

@@ -1,0 +1,157 @@
+"""The team setup for real: gunicorn with two workers sharing one data folder.
+
+One upload through the Dash callback becomes exactly one run, parsed once,
+and every worker lists it; the upload limit answers 413 through gunicorn too.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("gunicorn")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DOT_SOURCE = b'digraph planner {\n  a [label="load"];\n  b [label="mma"];\n  a -> b [label="smem"];\n}\n'
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def post_json(base: str, path: str, body: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def upload_payload(content: bytes, filename: str, name: str) -> dict:
+    encoded = "data:application/octet-stream;base64," + base64.b64encode(content).decode()
+    return {
+        "output": "..ingest-job.data...ingest-poll.disabled...ingest-message.children...ingest-progress.style..",
+        "outputs": [{"id": "ingest-job", "property": "data"}, {"id": "ingest-poll", "property": "disabled"},
+                    {"id": "ingest-message", "property": "children"}, {"id": "ingest-progress", "property": "style"}],
+        "inputs": [{"id": "upload", "property": "contents", "value": [encoded]}],
+        "state": [{"id": "upload", "property": "filename", "value": [filename]},
+                  {"id": "run-name", "property": "value", "value": name}],
+        "changedPropIds": ["upload.contents"],
+    }
+
+
+@pytest.fixture(scope="module")
+def gunicorn_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    root = tmp_path_factory.mktemp("team")
+    data = root / "data"
+    port = free_port()
+    env = {**os.environ, "DASHBOARD_DATA": str(data), "DASHBOARD_SEED_DEMO": "0", "DASHBOARD_MAX_UPLOAD_MB": "1"}
+    log_path = root / "gunicorn.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{port}", "--timeout", "60",
+             "dashboard.wsgi:server"],
+            cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"gunicorn exited early:\n{log_path.read_text()}")
+            try:
+                get_json(base + "/health")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"gunicorn did not answer in time:\n{log_path.read_text()}")
+                time.sleep(0.2)
+        yield {"url": base, "data": data, "log": log_path, "port": port}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def health_by_worker(base: str, want_workers: int = 2, max_requests: int = 400) -> dict[int, dict]:
+    """/health answers keyed by the worker pid, asking concurrently until every worker has answered."""
+    seen: dict[int, dict] = {}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for _ in range(max_requests // 4):
+            for answer in pool.map(lambda _: get_json(base + "/health"), range(4)):
+                seen[answer["pid"]] = answer
+            if len(seen) >= want_workers:
+                return seen
+    return seen
+
+
+def test_one_upload_is_one_run_and_every_worker_lists_it(gunicorn_server: dict) -> None:
+    base, data = gunicorn_server["url"], gunicorn_server["data"]
+    before = health_by_worker(base)
+    assert len(before) == 2, f"expected two workers, saw {list(before)}"
+    assert all(answer["runs"] == 0 for answer in before.values())
+
+    status, answer = post_json(base, "/_dash-update-component",
+                               upload_payload(DOT_SOURCE, "planner.dot", "team-upload"))
+    assert status == 200, answer
+    job_id = answer["response"]["ingest-job"]["data"]
+    assert len(job_id) == 32
+
+    deadline = time.monotonic() + 30
+    while True:
+        job = json.loads((data / ".jobs" / f"{job_id}.json").read_text())
+        if job["state"] != "running" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert job["state"] == "done", job
+
+    runs = sorted(p.name for p in (data / "runs").iterdir())
+    assert runs == [job["run_id"]] and runs[0].startswith("team-upload-")
+    assert len(list((data / ".jobs").glob("*.json"))) == 1  # parsed once, by one worker
+    assert not any(p.is_file() for p in (data / "uploads").rglob("*"))  # the upload was consumed
+
+    after = health_by_worker(base)
+    assert len(after) == 2 and all(answer["runs"] == 1 for answer in after.values()), after
+    # The trace of the new run downloads from whichever worker answers.
+    for _ in range(4):
+        csv = urllib.request.urlopen(f"{base}/runs/{runs[0]}/tables/dot_nodes.csv", timeout=10).read()
+        assert csv.splitlines()[0].startswith(b"group,kind,node")
+
+
+def test_oversized_upload_gets_413_through_gunicorn(gunicorn_server: dict) -> None:
+    runs_dir = gunicorn_server["data"] / "runs"
+    runs_before = sorted(runs_dir.iterdir()) if runs_dir.exists() else []
+    body = json.dumps(upload_payload(b"x" * (1024 * 1024 + 10), "big.dot", "too-big")).encode()
+    connection = http.client.HTTPConnection("127.0.0.1", gunicorn_server["port"], timeout=30)
+    connection.request("POST", "/_dash-update-component", body=body, headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    connection.close()
+    assert response.status == 413
+    assert answer["error"] == "upload too large: 1.3 MiB > limit 1 MiB"
+    assert (sorted(runs_dir.iterdir()) if runs_dir.exists() else []) == runs_before
