@@ -1,0 +1,98 @@
+"""Memory figures: tracks per buffer type, units, peak annotation, cross-filter marks, growth bars."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import polars as pl
+import pytest
+
+from dashboard.analysis import memory as analysis
+from dashboard.collectors import registry
+from dashboard.demo import tt_memory_log
+from dashboard.figures import memory as figures
+from dashboard.figures.theme import colour_for
+
+
+@pytest.fixture(scope="module")
+def op_memory(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
+    run = tt_memory_log.write(tmp_path_factory.mktemp("tt"))[0]
+    return registry.collect([run]).tables["op_memory"]
+
+
+def _titles(figure: go.Figure) -> list[str]:
+    return [a.text for a in figure.layout.annotations if a.xref == "paper" and a.yref == "paper"]
+
+
+def test_one_track_per_buffer_type_with_capacity(op_memory: pl.DataFrame) -> None:
+    figure = figures.memory_curves_figure(op_memory)
+    titles = _titles(figure)
+    # TRACE has no region (capacity 0) so it gets no track; fragmentation is the last one.
+    assert titles[:3] == ["DRAM per bank", "L1 per bank", "L1_SMALL per bank"]
+    assert titles[3].startswith("Fragmentation")
+    assert figure.layout.yaxis.title.text == "MiB/bank" and figure.layout.yaxis3.title.text == "KiB/bank"
+    allocated = next(t for t in figure.data if t.name == "DRAM allocated")
+    assert allocated.line.color == colour_for("DRAM")
+    assert max(allocated.y) == pytest.approx(600.009, abs=0.01)  # MiB per bank at the peak
+    assert list(allocated.customdata[0][:1]) == [allocated.x[0]]  # op index travels with each point
+    capacity = [s for s in figure.layout.shapes if s.type == "line" and s.y0 == s.y1 and s.yref == "y"]
+    assert capacity and capacity[0].y0 == pytest.approx(1023.418, abs=0.001)
+    device = figures.memory_curves_figure(op_memory, per_bank=False, show_fragmentation=False)
+    assert device.layout.yaxis.title.text == "GiB (device)" and len(_titles(device)) == 3
+
+
+def test_peak_is_annotated_with_its_culprit(op_memory: pl.DataFrame) -> None:
+    figure = figures.memory_curves_figure(op_memory)
+    dram_peak = analysis.peaks(op_memory).filter(pl.col("buffer_type") == "DRAM").row(0, named=True)
+    notes = [a.text for a in figure.layout.annotations if a.text and a.text.startswith("peak")]
+    dram_note = next(n for n in notes if "ttnn.mean" in n)
+    assert f"allocated by ttnn.multiply #{dram_peak['culprit_op_index']}" in dram_note
+    assert f"({tt_memory_log.PEAK_CULPRIT_LOC})" in dram_note and "59%" in dram_note
+    star = next(t for t in figure.data if t.name == "DRAM peak")
+    assert list(star.x) == [dram_peak["peak_op_index"]]
+
+
+def test_cross_filter_marks(op_memory: pl.DataFrame) -> None:
+    plain = figures.memory_curves_figure(op_memory)
+    marked = figures.memory_curves_figure(op_memory, highlight_ops=[60, 120], selected_op=150, op_range=(90, 110))
+    highlighted = [t for t in marked.data if t.name == "highlighted ops"]
+    assert len(highlighted) == 3 and all(sorted(t.x) == [60, 120] for t in highlighted)
+    regions = analysis.const_eval_regions(op_memory).height
+    rects = [s for s in marked.layout.shapes if s.type == "rect"]
+    plain_rects = [s for s in plain.layout.shapes if s.type == "rect"]
+    assert len(plain_rects) == regions * 4  # const-eval shading on each of the 4 tracks
+    assert len(rects) == len(plain_rects) + 4  # plus the op range band
+    band = [s for s in rects if s.x0 == 89.5 and s.x1 == 110.5]
+    assert len(band) == 4
+    vertical = [s for s in marked.layout.shapes if s.type == "line" and s.x0 == s.x1 == 150]
+    assert len(vertical) == 4
+
+
+def test_downsampling_bounds_the_points(op_memory: pl.DataFrame) -> None:
+    figure = figures.memory_curves_figure(op_memory, max_points=60)
+    allocated = next(t for t in figure.data if t.name == "DRAM allocated")
+    assert len(allocated.x) <= 60
+    assert max(allocated.y) == pytest.approx(600.009, abs=0.01)  # the peak survives
+
+
+def test_growth_bars_and_fragmentation_figure(op_memory: pl.DataFrame) -> None:
+    top = analysis.top_growth(op_memory, n=3)
+    figure = figures.top_growth_figure(top, selected_op=int(top["op_index"][0]))
+    bars = [t for t in figure.data if isinstance(t, go.Bar)]
+    assert [b.name for b in bars] == ["DRAM", "L1", "L1_SMALL"]
+    dram = bars[0]
+    assert f"({tt_memory_log.PEAK_CULPRIT_LOC})" in " ".join(dram.y)
+    assert max(dram.x) == pytest.approx(top.filter(pl.col("buffer_type") == "DRAM")["delta_per_bank"].max()
+                                        / 1024**2)
+    assert 2 in list(dram.marker.line.width)  # the selected op is outlined
+    frag = figures.fragmentation_figure(op_memory, selected_op=10)
+    assert {t.name for t in frag.data} == {"DRAM fragmentation", "L1 fragmentation", "L1_SMALL fragmentation"}
+    assert all(0 <= y <= 100 for t in frag.data for y in t.y)
+
+
+def test_empty_inputs_give_a_message(op_memory: pl.DataFrame) -> None:
+    empty = op_memory.head(0)
+    for figure in (figures.memory_curves_figure(empty), figures.top_growth_figure(analysis.top_growth(empty)),
+                   figures.memory_curves_figure(op_memory, buffer_types=["TRACE"])):
+        assert figure.layout.annotations and not figure.data
+
+
