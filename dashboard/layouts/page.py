@@ -88,11 +88,14 @@ def resolve_run(run_id: str | None, evidence: str, page_path: str) -> tuple[Run 
 
 
 def page_header(title: str, run: Run | None, subtitle: str = "") -> html.Div:
+    """Title, the run shown, and the run's downloads (trace, CSVs, sources) on the right."""
+    from dashboard.layouts.downloads import run_downloads  # imports the export routes
+
     badge = dbc.Badge(run.id, color="secondary", className="ms-2 run-badge") if run else None
-    return html.Div(
-        [html.H3([title, badge], className="mb-0"), html.Small(subtitle, className="text-muted")],
-        className="page-header mb-3",
-    )
+    heading = html.Div([html.H3([title, badge], className="mb-0"), html.Small(subtitle, className="text-muted")])
+    actions = html.Div(run_downloads(run.id) if run else None, className="page-actions")
+    return html.Div([heading, actions],
+                    className="page-header mb-3 d-flex justify-content-between align-items-start")
 
 
 def graph_config(filename: str) -> dict[str, Any]:
