@@ -1,24 +1,226 @@
-"""`/layers`: Per-layer runtime and throughput, forward and backward."""
+"""`/layers`: Per-layer runtime and throughput, forward and backward.
+
+URL state: run, rank, window (from the timeline brush), layer + pass (the
+selected box, whose kernels are listed), dtype (which peak to compare with).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import dash
-from dash import html
+import dash_bootstrap_components as dbc
+from dash import Input, Output, Patch, State, callback, ctx, dcc, html, no_update
 
-from dashboard.layouts.evidence_summary import run_summary
-from dashboard.layouts.page import page_header, resolve_run
+from dashboard.analysis import run_views
+from dashboard.analysis.layers import PASSES
+from dashboard.analysis.peaks import DTYPE_LABELS, DTYPES, device_name, peak_flops
+from dashboard.analysis.selection import format_window, parse_window
+from dashboard.analysis.units import format_flops_rate
+from dashboard.figures.kernels import top_kernels_figure
+from dashboard.figures.layers import PASS_LABELS, highlight_shapes, layer_box_figure, layer_from_event, layer_order
+from dashboard.figures.theme import empty_figure
+from dashboard.layouts.context import current_store
+from dashboard.layouts.kernel_views import (
+    kernel_column_defs,
+    kernel_rows,
+    kernel_table,
+    parse_rank,
+    rank_control,
+    window_chip,
+    window_text,
+)
+from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.shell import url_state_store
+from dashboard.store import Run
 
 dash.register_page(__name__, path="/layers", name="Layers", order=2, title="Layers · dashboard")
 
 PATH = "/layers"
 EVIDENCE = "layers"
+LAYER_TRIGGERS = ("layers-runtime", "layers-throughput", "layers-clear-layer")
 
 
-def layout(run: str | None = None, **_query: Any) -> html.Div:
+def _dtype(value: Any) -> str:
+    return value if value in DTYPES else "bf16"
+
+
+def _selection(layer: Any, pass_: Any) -> tuple[str, str] | None:
+    if not isinstance(layer, str) or not layer:
+        return None
+    return layer, pass_ if pass_ in PASSES else "forward"
+
+
+def run_origin(run: Run) -> int:
+    occurrences = run_views.run_layer_samples(run).occurrences
+    return int(occurrences.get_column("start_ns").min() or 0) if occurrences.height else 0
+
+
+def peak_note(device: str | None, dtype: str, peak: float | None) -> str:
+    if device is None:
+        return "Device unknown: peak unknown, so no % of peak."
+    if peak is None:
+        return f"{device}: peak {DTYPE_LABELS[dtype]} unknown, so no % of peak."
+    return f"{device}: peak dense {DTYPE_LABELS[dtype]} {format_flops_rate(peak)}."
+
+
+def render(run: Run, rank: int | None, window: tuple[int, int] | None, selected: tuple[str, str] | None,
+           dtype: str) -> dict[str, Any]:
+    view = run_views.layer_view(run, rank, window)  # cached per (run, rank, window)
+    device = device_name(run.info.metadata)
+    peak = peak_flops(device, dtype)
+    stats = view.stats
+    flops_known = stats.height > 0 and "rate_n" in stats.columns and int(stats.get_column("rate_n").sum()) > 0
+    note = [html.Span(f"{view.occurrences:,} layer occurrences from {view.source}. " if view.source else
+                      "No layer occurrences: this run has no module ranges and no kernel attributed to a layer "
+                      "(capture with torch module hooks, or profile with with_modules=True). "),
+            html.Span(peak_note(device, dtype, peak) if flops_known else
+                      "FLOPs unknown for every layer: no throughput.")]
+    return {
+        "runtime": layer_box_figure(stats, "time", view.time_outliers, selected),
+        "throughput": layer_box_figure(stats, "rate", view.rate_outliers, selected, peak,
+                                       f"{DTYPE_LABELS[dtype]} dense ({device})" if peak else ""),
+        "note": note,
+        "selected": selected,
+        **render_detail(run, rank, window, selected),
+    }
+
+
+def render_detail(run: Run, rank: int | None, window: tuple[int, int] | None,
+                  selected: tuple[str, str] | None) -> dict[str, Any]:
+    """The kernels of the selected layer and pass."""
+    if selected is None:
+        return {"detail_title": "Click a box to list the kernels of that layer and pass.",
+                "detail_bar": empty_figure("No layer selected"), "detail_rows": [],
+                "detail_columns": kernel_column_defs("name", {"total": "ms", "duration": "µs"})}
+    layer, pass_ = selected
+    summary, how = run_views.layer_kernel_view(run, rank, window, layer, pass_)
+    rows, units = kernel_rows(summary)
+    title = f"Kernels of {layer} ({PASS_LABELS.get(pass_, pass_)}): {summary.height} kernels, {how}"
+    bar = top_kernels_figure(summary, 15, title=f"Top kernels of {layer} ({PASS_LABELS.get(pass_, pass_)})")
+    return {"detail_title": title, "detail_bar": bar, "detail_rows": rows,
+            "detail_columns": kernel_column_defs("name", units)}
+
+
+def _state(rank: int | None, window: tuple[int, int] | None, selected: tuple[str, str] | None,
+           dtype: str) -> dict[str, Any]:
+    """The URL view state; defaults are written as "" (= absent), so a plain visit leaves the URL alone."""
+    return {"rank": "" if rank is None else rank, "window": format_window(*window) if window else "",
+            "layer": selected[0] if selected else "", "pass": selected[1] if selected else "",
+            "dtype": "" if dtype == "bf16" else dtype}
+
+
+def layout(run: str | None = None, rank: str | None = None, window: str | None = None, layer: str | None = None,
+           dtype: str | None = None, **query: Any) -> html.Div:
     chosen, notice = resolve_run(run, EVIDENCE, PATH)
+    if chosen is None:  # kernels attributed to layers give layer occurrences even without ranges
+        chosen, _ = resolve_run(run, "kernels", PATH)
     header = page_header("Layers", chosen, "Per-layer runtime and throughput, forward and backward")
     if chosen is None:
         return html.Div([header, notice], id="layers-page")
-    return html.Div([header, run_summary(chosen, ('ranges', 'kernels'))], id="layers-page")
+    ranks = run_views.kernel_ranks(chosen)
+    state_rank, state_window = parse_rank(rank, ranks), parse_window(window)
+    state_dtype = _dtype(dtype)
+    view = render(chosen, state_rank, state_window, _selection(layer, query.get("pass")), state_dtype)
+    selected = view["selected"]
+    controls = html.Div([
+        rank_control("layers-rank", ranks, state_rank),
+        html.Div([
+            dbc.Label("Peak for", html_for="layers-dtype", className="me-2 mb-0 small text-muted"),
+            dcc.Dropdown(id="layers-dtype", options=[{"label": DTYPE_LABELS[d], "value": d} for d in DTYPES],
+                         value=state_dtype, clearable=False, searchable=False, style={"minWidth": "150px"}),
+        ], className="d-flex align-items-center me-4"),
+        window_chip("layers", state_window, run_origin(chosen)),
+    ], className="d-flex flex-wrap align-items-center gap-2 mb-2")
+    detail = html.Div([
+        html.Div([
+            html.H6(view["detail_title"], id="layers-detail-title", className="mb-0 me-3"),
+            dbc.Button("clear", id="layers-clear-layer", size="sm", color="secondary", outline=True,
+                       className="me-2"),
+            dbc.Button("Download CSV", id="layers-csv", size="sm", color="primary", outline=True),
+        ], className="d-flex align-items-center mb-2"),
+        dbc.Row([
+            dbc.Col(chart("layers-kernels-bar", view["detail_bar"], f"{chosen.id}-layer-kernels"), lg=6),
+            dbc.Col(kernel_table("layers-kernels-table", view["detail_rows"], view["detail_columns"],
+                                 f"{chosen.id}-layer-kernels", selectable=False, height=380), lg=6),
+        ], className="g-3"),
+    ], className="chart-card")
+    return html.Div([
+        header,
+        dcc.Store(id="layers-run", data=chosen.id),
+        dcc.Store(id="layers-selected", data=list(selected) if selected else None),
+        dcc.Store(id="layers-window", data=format_window(*state_window) if state_window else None),
+        url_state_store("layers", _state(state_rank, state_window, selected, state_dtype)),
+        controls,
+        html.Div(view["note"], id="layers-note", className="small text-muted mb-2"),
+        html.Div(chart("layers-runtime", view["runtime"], f"{chosen.id}-layer-runtime"), className="chart-card"),
+        html.Div(chart("layers-throughput", view["throughput"], f"{chosen.id}-layer-throughput"),
+                 className="chart-card"),
+        detail,
+    ], id="layers-page")
+
+
+@callback(
+    Output("layers-runtime", "figure"),
+    Output("layers-throughput", "figure"),
+    Output("layers-note", "children"),
+    Output("layers-detail-title", "children"),
+    Output("layers-kernels-bar", "figure"),
+    Output("layers-kernels-table", "rowData"),
+    Output("layers-kernels-table", "columnDefs"),
+    Output("layers-selected", "data"),
+    Output("layers-window", "data"),
+    Output("layers-window-chip", "style"),
+    Output("layers-window-text", "children"),
+    Output({"type": "url-state", "page": "layers"}, "data"),
+    Input("layers-rank", "value"),
+    Input("layers-dtype", "value"),
+    Input("layers-window-clear", "n_clicks"),
+    Input("layers-clear-layer", "n_clicks"),
+    Input("layers-runtime", "clickData"),
+    Input("layers-throughput", "clickData"),
+    State("layers-selected", "data"),
+    State("layers-window", "data"),
+    State("layers-run", "data"),
+    prevent_initial_call=True,
+)
+def update_layers(rank_value: Any, dtype_value: Any, _clear_window: Any, _clear_layer: Any,
+                  runtime_click: dict | None, throughput_click: dict | None, selected_value: list | None,
+                  window_value: str | None, run_id: str) -> tuple[Any, ...]:
+    run = current_store().open(run_id)
+    rank = parse_rank(rank_value, run_views.kernel_ranks(run))
+    window, dtype = parse_window(window_value), _dtype(dtype_value)
+    selected = _selection(*selected_value) if selected_value else None
+    trigger = ctx.triggered_id
+    if trigger == "layers-window-clear":
+        window = None
+    elif trigger == "layers-clear-layer":
+        selected = None
+    elif trigger in ("layers-runtime", "layers-throughput"):
+        clicked = layer_from_event(runtime_click if trigger == "layers-runtime" else throughput_click)
+        selected = clicked if clicked else selected
+    state = _state(rank, window, selected, dtype)
+    if trigger in LAYER_TRIGGERS:
+        # A layer click moves the highlight band and lists the layer's kernels; the boxes stay.
+        shapes = highlight_shapes(layer_order(run_views.layer_view(run, rank, window).stats), selected)
+        runtime, throughput = Patch(), Patch()
+        runtime["layout"]["shapes"] = shapes
+        throughput["layout"]["shapes"] = shapes
+        detail = render_detail(run, rank, window, selected)
+        return (runtime, throughput, no_update, detail["detail_title"], detail["detail_bar"], detail["detail_rows"],
+                detail["detail_columns"], list(selected) if selected else None, no_update, no_update, no_update,
+                state)
+    view = render(run, rank, window, selected, dtype)
+    return (
+        no_update if trigger == "layers-dtype" else view["runtime"],  # the peak only moves the throughput chart
+        view["throughput"], view["note"], view["detail_title"], view["detail_bar"],
+        view["detail_rows"], view["detail_columns"], list(selected) if selected else None,
+        format_window(*window) if window else None, {} if window else {"display": "none"},
+        window_text(window, run_origin(run)), state,
+    )
+
+
+@callback(Output("layers-kernels-table", "exportDataAsCsv"), Input("layers-csv", "n_clicks"),
+          prevent_initial_call=True)
+def export_layer_kernels_csv(_clicks: Any) -> bool:
+    return True

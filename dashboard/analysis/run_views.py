@@ -1,0 +1,121 @@
+"""Per-run views of kernels and layers, cached by (run, rank, window, ...).
+
+The pages' callbacks call these; each recomputation over a 1 M-kernel run
+costs ~100-200 ms, a cache hit nothing, so a selection change (which only
+re-styles charts) never recomputes a summary. A `Run` object is reopened
+(as a new object) when its run.json changes, so keying on the object itself
+drops stale entries naturally.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import polars as pl
+
+from dashboard.analysis import kernels as kernel_analysis
+from dashboard.analysis import layers as layer_analysis
+from dashboard.analysis.kernels import Group, Window
+from dashboard.store import Run
+
+
+@dataclass(frozen=True)
+class KernelView:
+    summary: pl.DataFrame  # kernel_summary
+    spread: pl.DataFrame | None  # rank_spread, when all ranks of a multi-rank run are shown
+    pairs: pl.DataFrame  # group key -> kernel key
+    gpu_time_ns: int
+    launches: int
+
+
+@dataclass(frozen=True)
+class LayerView:
+    stats: pl.DataFrame
+    time_outliers: pl.DataFrame
+    rate_outliers: pl.DataFrame
+    source: str
+    occurrences: int
+
+
+@lru_cache(maxsize=8)
+def prepared_kernels(run: Run) -> pl.DataFrame:
+    return kernel_analysis.prepare_kernels(run.frame("kernels"))
+
+
+@lru_cache(maxsize=8)
+def run_launch_shapes(run: Run) -> pl.DataFrame:
+    return kernel_analysis.launch_shapes(prepared_kernels(run))
+
+
+@lru_cache(maxsize=8)
+def kernel_layer_codes(run: Run) -> dict[str, int]:
+    """layer name -> its `layer_code` in prepared_kernels."""
+    codes = prepared_kernels(run).group_by("layer_code").agg(pl.col("layer").first()).drop_nulls("layer")
+    return dict(zip(codes.get_column("layer").to_list(), codes.get_column("layer_code").to_list(), strict=True))
+
+
+@lru_cache(maxsize=8)
+def kernel_ranks(run: Run) -> tuple[int, ...]:
+    ranks = set(run.scan("kernels").select(pl.col("rank").unique()).collect().get_column("rank").to_list())
+    ranks |= set(run.scan("ranges").select(pl.col("rank").unique()).collect().get_column("rank").to_list())
+    return tuple(sorted(r for r in ranks if r is not None))
+
+
+@lru_cache(maxsize=64)
+def filtered_kernels(run: Run, rank: int | None, window: Window) -> pl.DataFrame:
+    return kernel_analysis.filter_kernels(prepared_kernels(run), rank, window)
+
+
+@lru_cache(maxsize=64)
+def kernel_view(run: Run, rank: int | None, window: Window, group: Group) -> KernelView:
+    frame = filtered_kernels(run, rank, window)
+    summary = kernel_analysis.kernel_summary(frame, group, run_launch_shapes(run))
+    multi_rank = rank is None and len(kernel_ranks(run)) > 1
+    spread = kernel_analysis.rank_spread(frame, group) if multi_rank else None
+    # A kernel row is its own group: no need to scan the frame for (group, kernel) pairs.
+    pairs = (summary.select("key", pl.col("key").alias("kernel_key")) if group == "name"
+             else kernel_analysis.group_kernel_keys(frame, group))
+    return KernelView(summary, spread, pairs, kernel_analysis.gpu_time_ns(frame), frame.height)
+
+
+@lru_cache(maxsize=8)
+def run_layer_samples(run: Run) -> layer_analysis.LayerSamples:
+    # Only module ranges are read (pushed down into the parquet scan); an absent
+    # table scans as an empty frame with its schema.
+    modules = run.scan("ranges").filter(pl.col("category").is_in(layer_analysis.LAYER_CATEGORIES)).collect()
+    if modules.height:
+        return layer_analysis.layer_occurrences(modules, run.frame("kernels").clear())
+    return layer_analysis.layer_occurrences(modules, run.frame("kernels"))
+
+
+@lru_cache(maxsize=64)
+def layer_view(run: Run, rank: int | None, window: Window) -> LayerView:
+    samples = run_layer_samples(run)
+    occurrences = layer_analysis.select_occurrences(samples.occurrences, rank, window)
+    stats = layer_analysis.layer_stats(occurrences)
+    return LayerView(
+        stats=stats,
+        time_outliers=layer_analysis.layer_outliers(occurrences, stats, "time"),
+        rate_outliers=layer_analysis.layer_outliers(occurrences, stats, "rate"),
+        source=samples.source,
+        occurrences=occurrences.height,
+    )
+
+
+@lru_cache(maxsize=64)
+def layer_kernel_view(run: Run, rank: int | None, window: Window, layer: str,
+                      pass_: str) -> tuple[pl.DataFrame, str]:
+    """The kernel summary of one layer and pass, and how its kernels were attributed."""
+    samples = run_layer_samples(run)
+    occurrences = layer_analysis.select_occurrences(samples.occurrences, rank, window)
+    chosen, how = layer_analysis.layer_kernels(filtered_kernels(run, rank, window), occurrences, layer, pass_,
+                                               kernel_layer_codes(run))
+    return kernel_analysis.kernel_summary(chosen, "name", run_launch_shapes(run)), how
+
+
+def clear_caches() -> None:
+    """Forget every cached view (tests and benchmarks measure cold paths with it)."""
+    for function in (prepared_kernels, run_launch_shapes, kernel_layer_codes, kernel_ranks, filtered_kernels,
+                     kernel_view, run_layer_samples, layer_view, layer_kernel_view):
+        function.cache_clear()

@@ -1,0 +1,170 @@
+"""Kernel charts: top-N bars of total time, mean duration vs launch count.
+
+Every point carries its selection key as its `customdata`, so a click or a
+lasso on any chart names kernels the same way the URL does. Selected points
+are shown through plotly's own `selectedpoints` (the rest fade); a page can
+re-style a selection without rebuilding a chart (`selected_points`).
+
+Figures are built from plain dicts and wrapped without plotly's validation
+(`fast_figure`): validating a few hundred points costs ~20 ms a chart, too
+much for a cross-filter callback; the tests check the output instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from functools import lru_cache
+from typing import Any
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import polars as pl
+
+from dashboard.analysis.units import format_ns, time_unit_for
+from dashboard.figures.theme import TEMPLATE, empty_figure
+from dashboard.figures.theme import colour_for as _colour_for
+
+GROUP_NOUNS = {"name": "kernel", "op": "launching op", "layer": "layer"}
+BAR_HEIGHT = 24
+_HOVER_WRAP = 90
+_TEMPLATE_JSON = pio.templates[TEMPLATE].to_plotly_json()
+# theme.colour_for hashes the whole name in Python; names repeat across every redraw.
+colour_for = lru_cache(maxsize=16384)(_colour_for)
+
+
+def fast_figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> go.Figure:
+    """A figure from trace / layout dicts, with the app's template inlined, skipping validation."""
+    return go.Figure({"data": data, "layout": {"template": _TEMPLATE_JSON, **layout}}, _validate=False)
+
+
+def wrap_name(name: str, width: int = _HOVER_WRAP) -> str:
+    """A long name broken into hover lines (plotly hover labels do not wrap by themselves)."""
+    return "<br>".join(name[i:i + width] for i in range(0, len(name), width)) or name
+
+
+def _hover_rows(summary: pl.DataFrame) -> list[str]:
+    rows = summary.select("group", "total_ns", "share", "count", "mean_ns", "median_ns", "p95_ns").rows()
+    return [
+        f"<b>{wrap_name(group)}</b><br>total {format_ns(total)} ({share:.1%} of GPU time)<br>"
+        f"{count:,} launches · mean {format_ns(mean)} · median {format_ns(median)} · p95 {format_ns(p95)}"
+        for group, total, share, count, mean, median, p95 in rows
+    ]
+
+
+def selected_points(keys: list[str], selected: Collection[str]) -> list[int] | None:
+    """Indices of `keys` that are selected, or None when nothing is (plotly: no selection)."""
+    if not selected:
+        return None
+    chosen = set(selected)
+    return [i for i, key in enumerate(keys) if key in chosen]
+
+
+def figure_height(rows: int) -> int:
+    return max(260, 90 + BAR_HEIGHT * rows)
+
+
+def _spread_traces(top: pl.DataFrame, factor: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Error bars (min..max over ranks) for the bars, and one tick per rank."""
+    means = top.get_column("rank_mean_ns").to_list()
+    lows = top.get_column("rank_min_ns").to_list()
+    highs = top.get_column("rank_max_ns").to_list()
+    error = {"type": "data", "symmetric": False, "color": "#495057", "thickness": 1.2, "width": 3,
+             "array": [(h - m) / factor for h, m in zip(highs, means, strict=True)],
+             "arrayminus": [(m - lo) / factor for m, lo in zip(means, lows, strict=True)]}
+    strip = top.select("label", "key", "ranks", "rank_totals_ns").explode(["ranks", "rank_totals_ns"])
+    ticks = {
+        "type": "scatter", "mode": "markers", "name": "per rank", "showlegend": False,
+        "x": [t / factor for t in strip.get_column("rank_totals_ns").to_list()],
+        "y": strip.get_column("label").to_list(),
+        "marker": {"symbol": "line-ns-open", "size": 11, "color": "#212529", "line": {"width": 1.5}},
+        "customdata": strip.get_column("key").to_list(),
+        "hovertext": [f"rank {r}: {format_ns(t)}" for r, t in strip.select("ranks", "rank_totals_ns").rows()],
+        "hovertemplate": "%{hovertext}<extra></extra>",
+    }
+    return error, ticks
+
+
+def top_kernels_figure(summary: pl.DataFrame, top_n: int = 20, selected: Collection[str] = (),
+                       spread: pl.DataFrame | None = None, group: str = "name", title: str | None = None) -> go.Figure:
+    """Horizontal bars of total time for the `top_n` groups, largest on top, with share of GPU time.
+
+    With `spread` (per-rank totals of a multi-rank run) a bar is the mean total
+    per rank, error bars span the min..max over ranks and ticks show each rank.
+    """
+    noun = GROUP_NOUNS.get(group, group)
+    if summary.height == 0:
+        return empty_figure(f"No {noun}s in this selection")
+    top = summary.head(top_n)
+    if spread is not None:
+        top = top.join(spread, on="group", how="left", maintain_order="left")
+        values, high = top.get_column("rank_mean_ns").to_list(), top.get_column("rank_max_ns").to_list()
+    else:
+        values = high = top.get_column("total_ns").to_list()
+    factor, unit = time_unit_for(max(high))
+    keys, labels = top.get_column("key").to_list(), top.get_column("label").to_list()
+    bars: dict[str, Any] = {
+        "type": "bar", "orientation": "h", "name": "total", "showlegend": False,
+        "x": [v / factor for v in values], "y": labels,
+        "marker": {"color": [colour_for(g) for g in top.get_column("group").to_list()]},
+        "text": [f"{s:.1%}" for s in top.get_column("share").to_list()], "textposition": "outside",
+        "cliponaxis": False, "customdata": keys, "hovertext": _hover_rows(top),
+        "hovertemplate": "%{hovertext}<extra></extra>", "selectedpoints": selected_points(keys, selected),
+        "unselected": {"marker": {"opacity": 0.3}},
+    }
+    data = [bars]
+    x_title = f"total time ({unit})"
+    default_title = f"Top {min(top_n, summary.height)} {noun}s by total GPU time"
+    if spread is not None:
+        bars["error_x"], ticks = _spread_traces(top, factor)
+        data.append(ticks)
+        x_title = f"total time per rank ({unit})"
+        default_title += "<br><sup>bar = mean over ranks · whiskers = min–max · ticks = each rank</sup>"
+    return fast_figure(data, {
+        "title": {"text": title or default_title}, "height": figure_height(top.height),
+        "margin": {"l": 10, "r": 50, "t": 64, "b": 48}, "clickmode": "event", "dragmode": False, "bargap": 0.25,
+        "xaxis": {"title": {"text": x_title}, "rangemode": "tozero"},
+        "yaxis": {"autorange": "reversed", "automargin": True, "categoryorder": "array", "categoryarray": labels},
+    })
+
+
+def duration_scatter_figure(summary: pl.DataFrame, selected: Collection[str] = (), group: str = "name") -> go.Figure:
+    """Mean duration against launch count (log-log); marker area follows total time."""
+    noun = GROUP_NOUNS.get(group, group)
+    if summary.height == 0:
+        return empty_figure(f"No {noun}s in this selection")
+    keys = summary.get_column("key").to_list()
+    totals = summary.get_column("total_ns").to_list()
+    biggest = max(totals) or 1
+    factor, unit = time_unit_for(summary.get_column("mean_ns").max())
+    points = {
+        "type": "scatter", "mode": "markers", "name": noun, "showlegend": False,
+        "x": summary.get_column("count").to_list(),
+        "y": [m / factor for m in summary.get_column("mean_ns").to_list()],
+        "marker": {"size": [6 + 30 * math.sqrt(max(t, 0) / biggest) for t in totals],
+                   "color": [colour_for(g) for g in summary.get_column("group").to_list()],
+                   "line": {"width": 0.5, "color": "white"}, "opacity": 0.85},
+        "customdata": keys, "text": summary.get_column("label").to_list(),
+        "hovertext": _hover_rows(summary), "hovertemplate": "%{hovertext}<extra></extra>",
+        "selectedpoints": selected_points(keys, selected),
+        "selected": {"marker": {"opacity": 1.0}}, "unselected": {"marker": {"opacity": 0.15}},
+    }
+    return fast_figure([points], {
+        "title": {"text": f"Mean duration vs launches per {noun} (area = total time)"},
+        "dragmode": "select", "clickmode": "event+select", "height": 420,
+        "xaxis": {"type": "log", "title": {"text": "launches (count)"}},
+        "yaxis": {"type": "log", "title": {"text": f"mean duration ({unit})"}},
+    })
+
+
+def keys_from_event(event: dict | None) -> list[str]:
+    """The selection keys named by a plotly clickData / selectedData event."""
+    if not event:
+        return []
+    keys = []
+    for point in event.get("points", []):
+        data = point.get("customdata")
+        key = data[0] if isinstance(data, list) and data else data
+        if isinstance(key, str) and key not in keys:
+            keys.append(key)
+    return keys

@@ -1,0 +1,131 @@
+"""UI pieces the /kernels and /layers pages share: rank picker, window chip, kernel table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash_ag_grid as dag
+import dash_bootstrap_components as dbc
+import polars as pl
+from dash import dcc, html
+
+from dashboard.analysis.units import format_ns, time_unit_for
+
+ALL_RANKS = "all"
+WINDOW_RULES = {
+    "kernels": "Kernels overlapping the window count; totals include only their time inside it, "
+               "per-launch statistics use whole durations",
+    "layers": "Layer occurrences overlapping the window count, each with its whole duration",
+}
+# Numbers in the grid: 4 significant digits, thousands separators (d3 is in dash-ag-grid's function scope).
+_NUMBER_FORMAT = {"function": "params.value == null ? '–' : d3.format(',.4~r')(params.value)"}
+_COUNT_FORMAT = {"function": "params.value == null ? '–' : d3.format(',')(params.value)"}
+
+
+def parse_rank(value: Any, ranks: tuple[int, ...]) -> int | None:
+    """The rank a control or URL names: an int that exists, else None (= all ranks)."""
+    try:
+        rank = int(value)
+    except (TypeError, ValueError):
+        return None
+    return rank if rank in ranks else None
+
+
+def rank_control(component_id: str, ranks: tuple[int, ...], rank: int | None) -> html.Div:
+    options = [{"label": "all ranks", "value": ALL_RANKS}] + [{"label": f"rank {r}", "value": str(r)} for r in ranks]
+    return html.Div([
+        dbc.Label("Rank", html_for=component_id, className="me-2 mb-0 small text-muted"),
+        dcc.Dropdown(id=component_id, options=options, value=ALL_RANKS if rank is None else str(rank),
+                     clearable=False, searchable=False, style={"minWidth": "140px"}),
+    ], className="d-flex align-items-center me-4")
+
+
+def window_text(window: tuple[int, int] | None, origin_ns: int) -> str:
+    """`window: 1.2 s – 1.5 s (300 ms)`, times from the run's first kernel."""
+    if window is None:
+        return ""
+    start, end = window
+    return (f"window: {format_ns(start - origin_ns)} – {format_ns(end - origin_ns)} "
+            f"({format_ns(end - start)})")
+
+
+def window_chip(prefix: str, window: tuple[int, int] | None, origin_ns: int) -> html.Div:
+    """The visible 'window: a–b [clear]' chip; hidden without a window."""
+    # The outer Div carries the display style: Bootstrap's d-flex is !important and would override it.
+    return html.Div(html.Div([
+        dbc.Badge(window_text(window, origin_ns), id=f"{prefix}-window-text", color="warning", text_color="dark",
+                  className="me-1 window-chip", title=WINDOW_RULES.get(prefix, "")),
+        dbc.Button("clear", id=f"{prefix}-window-clear", size="sm", color="link", className="p-0"),
+    ], className="d-flex align-items-center me-4"), id=f"{prefix}-window-chip",
+        style={} if window else {"display": "none"})
+
+
+def _unit_columns(summary: pl.DataFrame) -> tuple[tuple[float, str], tuple[float, str]]:
+    total = summary.get_column("total_ns").max() if summary.height else 0
+    duration = summary.get_column("p95_ns").max() if summary.height else 0
+    return time_unit_for(total or 0), time_unit_for(duration or 0)
+
+
+def kernel_rows(summary: pl.DataFrame, spread: pl.DataFrame | None = None) -> tuple[list[dict], dict[str, str]]:
+    """Table rows (numbers in the units the headers name) and those units."""
+    (total_factor, total_unit), (duration_factor, duration_unit) = _unit_columns(summary)
+    frame = summary
+    if spread is not None:
+        frame = frame.join(spread.select("group", "rank_min_ns", "rank_max_ns"), on="group", how="left",
+                           maintain_order="left")
+    columns = [
+        "key", "group", "label", "count", "kernels", "grid", "block", "registers",
+        (pl.col("total_ns") / total_factor).round(4).alias("total"),
+        (pl.col("share") * 100).round(2).alias("share"),
+        (pl.col("shared_memory") / 1024).round(1).alias("shared_kib"),
+        *[(pl.col(f"{s}_ns") / duration_factor).round(4).alias(s) for s in ("mean", "median", "p95", "min", "max")],
+    ]
+    if spread is not None:
+        columns += [(pl.col("rank_min_ns") / total_factor).round(4).alias("rank_min"),
+                    (pl.col("rank_max_ns") / total_factor).round(4).alias("rank_max")]
+    return frame.select(columns).to_dicts(), {"total": total_unit, "duration": duration_unit}
+
+
+def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False) -> list[dict]:
+    """ag-grid columns; op / layer rows show how many kernels they hold instead of launch shapes."""
+    noun = {"name": "Kernel", "op": "Launching op", "layer": "Layer"}.get(group, group)
+    number = {"type": "numericColumn", "filter": "agNumberColumnFilter", "valueFormatter": _NUMBER_FORMAT,
+              "minWidth": 120}
+    columns: list[dict] = [
+        {"field": "label", "headerName": noun, "tooltipField": "group", "pinned": "left", "minWidth": 300,
+         "filter": "agTextColumnFilter"},
+        {"field": "count", "headerName": "launches", **number, "valueFormatter": _COUNT_FORMAT},
+        {"field": "total", "headerName": f"total ({units['total']})", "sort": "desc", **number},
+        {"field": "share", "headerName": "share (%)", **number},
+    ]
+    columns += [{"field": s, "headerName": f"{s} ({units['duration']})", **number}
+                for s in ("mean", "median", "p95", "min", "max")]
+    if spread:
+        columns += [{"field": "rank_min", "headerName": f"rank min total ({units['total']})", **number},
+                    {"field": "rank_max", "headerName": f"rank max total ({units['total']})", **number}]
+    if group == "name":
+        columns += [{"field": "grid", "headerName": "grid", "filter": "agTextColumnFilter"},
+                    {"field": "block", "headerName": "block", "filter": "agTextColumnFilter"},
+                    {"field": "registers", "headerName": "registers", **number},
+                    {"field": "shared_kib", "headerName": "shared mem (KiB)", **number}]
+    else:
+        columns.append({"field": "kernels", "headerName": "distinct kernels", **number})
+    columns.append({"field": "group", "headerName": "full name", "hide": True})
+    return columns
+
+
+def kernel_table(component_id: str, rows: list[dict], column_defs: list[dict], file_name: str,
+                 selectable: bool = True, height: int = 420, selected: list[str] | None = None) -> dag.AgGrid:
+    """A sortable, filterable kernel table whose rows are keyed by selection key."""
+    options: dict[str, Any] = {"animateRows": False, "enableCellTextSelection": True, "tooltipShowDelay": 300}
+    if selectable:
+        options["rowSelection"] = {"mode": "multiRow", "checkboxes": True, "headerCheckbox": False,
+                                   "enableClickSelection": False}
+        options["selectionColumnDef"] = {"pinned": "left", "width": 44, "minWidth": 44, "maxWidth": 44}
+    return dag.AgGrid(
+        id=component_id, rowData=rows, columnDefs=column_defs, getRowId="params.data.key",
+        defaultColDef={"sortable": True, "resizable": True, "filter": True, "minWidth": 100},
+        dashGridOptions=options, className="ag-theme-alpine", style={"height": f"{height}px", "width": "100%"},
+        csvExportParams={"fileName": f"{file_name}.csv", "allColumns": True},
+        **({"selectedRows": {"ids": selected}} if selectable and selected else {}),
+    )
