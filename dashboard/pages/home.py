@@ -128,6 +128,7 @@ def layout(**_query: Any) -> html.Div:
                 dashGridOptions={
                     "rowSelection": {"mode": "multiRow", "checkboxes": True, "headerCheckbox": True,
                                      "enableClickSelection": False},
+                    "selectionColumnDef": {"pinned": "left", "width": 44, "maxWidth": 44},
                     "domLayout": "autoHeight",
                     "tooltipShowDelay": 300,
                 },

@@ -112,8 +112,7 @@ def test_delete_asks_for_confirmation(page: Page, server) -> None:
         {"name": ["k"], "start_ns": [0], "end_ns": [5]})})
     page.goto(server.url + "/")
     wait_for_dash(page)
-    row = page.locator(f'.ag-row[row-id="{victim}"]').first
-    row.locator("input[type=checkbox]").check()
+    page.locator(f'.ag-row[row-id="{victim}"] input[type=checkbox]').first.check()
     dialogs: list[str] = []
 
     def accept(dialog) -> None:
