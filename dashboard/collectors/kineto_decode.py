@@ -1,0 +1,315 @@
+"""Decode one Kineto trace file into column-wise polars frames, fast.
+
+The document is one JSON object, so it cannot be streamed; but the
+`traceEvents` array can be cut into chunks and decoded chunk by chunk, which
+bounds the memory held in per-event Python objects to one chunk:
+
+1. one msgspec pass over the whole document validates it (a truncated file is
+   caught here, before any work) and yields the top-level metadata plus the
+   exact byte span of `traceEvents` (a `msgspec.Raw`, no per-event objects);
+2. the array is cut at `}` `,` `{` boundaries; a cut that falls inside a
+   string or a nested object makes a chunk invalid JSON, in which case the
+   file is re-cut exactly by decoding the array as a list of `Raw` values;
+3. each chunk is decoded into small `msgspec.Struct`s that hold only the
+   fields the canonical tables need (unknown fields are skipped in C),
+   bucketed by category, and turned into polars frames column by column.
+
+Chunks decode with strict, fast types first; a chunk whose values have other
+types (string tids, string timestamps, odd args) is decoded again with
+lenient types (see `kineto_columns`), and a chunk that still fails is decoded
+event by event, skipping and counting the events that are not objects.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from dashboard.collectors.base import IngestError, read_source_bytes
+from dashboard.collectors.kineto_columns import (
+    API_CATEGORIES,
+    FLOW_CATEGORIES,
+    GPU_CATEGORIES,
+    IGNORED_CATEGORIES,
+    RawColumns,
+    api_frame,
+    flow_frame,
+    gpu_frame,
+    group_events,
+    range_frame,
+)
+
+CHUNK_BYTES = 8 * 1024 * 1024
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_EMPTY_RAW = msgspec.Raw(b"")
+
+
+class _Top(msgspec.Struct):
+    """The top level; `traceEvents` stays raw bytes until it is chunked."""
+
+    traceEvents: msgspec.Raw = _EMPTY_RAW
+    schemaVersion: Any = None
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    baseTimeNanoseconds: Any = None
+    traceName: Any = None
+    displayTimeUnit: Any = None
+
+
+class _Dim3(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """`grid` / `block` [x, y, z], read as a struct so columns come out at C speed."""
+
+    x: int | None = None
+    y: int | None = None
+    z: int | None = None
+
+
+_NO_DIM3 = _Dim3()
+
+
+class _FastArgs(msgspec.Struct, frozen=True, gc=False):
+    external_id: int | None = msgspec.field(default=None, name="External id")
+    external_id_legacy: int | None = msgspec.field(default=None, name="external id")
+    correlation: int | None = None
+    grid: _Dim3 = _NO_DIM3
+    block: _Dim3 = _NO_DIM3
+    registers: int | None = msgspec.field(default=None, name="registers per thread")
+    shared_memory: int | None = msgspec.field(default=None, name="shared memory")
+    bytes: int | None = None
+    sequence: int | None = msgspec.field(default=None, name="Sequence number")
+    fwd_thread: int | None = msgspec.field(default=None, name="Fwd thread id")
+    python_id: int | None = msgspec.field(default=None, name="Python id")
+    input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Concrete Inputs")
+    module_hierarchy: str | None = msgspec.field(default=None, name="Module Hierarchy")
+    flops: float | None = None
+
+
+class _FastEvent(msgspec.Struct, gc=False):
+    # str alternatives cost nothing to decode and cover legacy string tids
+    # ("stream 7") and numbers written as strings without the lenient path.
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: float | str | None = None
+    dur: float | str | None = None
+    id: int | str | None = None
+    args: _FastArgs = _FastArgs()
+
+
+class _LenientArgs(msgspec.Struct, frozen=True, gc=False):
+    external_id: Any = msgspec.field(default=None, name="External id")
+    external_id_legacy: Any = msgspec.field(default=None, name="external id")
+    correlation: Any = None
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    bytes: Any = None
+    sequence: Any = msgspec.field(default=None, name="Sequence number")
+    fwd_thread: Any = msgspec.field(default=None, name="Fwd thread id")
+    python_id: Any = msgspec.field(default=None, name="Python id")
+    input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Concrete Inputs")
+    module_hierarchy: Any = msgspec.field(default=None, name="Module Hierarchy")
+    flops: Any = None
+
+
+class _LenientEvent(msgspec.Struct, gc=False):
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    id: Any = None
+    args: _LenientArgs | None = _LenientArgs()
+
+
+_FAST = msgspec.json.Decoder(list[_FastEvent])
+_LENIENT = msgspec.json.Decoder(list[_LenientEvent])
+_ONE_LENIENT = msgspec.json.Decoder(_LenientEvent)
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_TOP = msgspec.json.Decoder(_Top)
+_LENIENT_DEFAULT_ARGS = _LenientArgs()
+
+
+@dataclass
+class DecodedTrace:
+    """One file's events as frames (times still in µs) plus its top-level metadata."""
+
+    path: Path
+    top: dict[str, Any]
+    frames: dict[str, pl.DataFrame]  # "gpu", "api", "range", "flow"
+    events: int = 0
+    lenient: bool = False
+    ignored: int = 0  # instants, metadata and flows other than fwdbwd
+    problems: Counter[str] = field(default_factory=Counter)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    # Decoding allocates millions of short-lived containers; letting the cyclic
+    # collector scan them repeatedly costs more than the decode itself.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _decode_top(path: Path, data: bytes | memoryview) -> _Top:
+    if not bytes(data[:4096]).strip() and not bytes(data).strip():
+        raise IngestError(path, "the file is empty")
+    try:
+        return _TOP.decode(data)
+    except msgspec.ValidationError as exc:  # valid JSON of the wrong shape (a subclass of DecodeError)
+        raise IngestError(path, f"not a Kineto trace: expected a JSON object with `traceEvents` ({exc})") from None
+    except msgspec.DecodeError as exc:
+        text = str(exc)
+        if "truncated" in text:
+            raise IngestError(path, "truncated JSON: the file ends before the trace document does") from None
+        raise IngestError(path, f"not valid JSON ({text})") from None
+
+
+def _bracketed(body: memoryview) -> bytearray:
+    """`[` body `]` with a single copy of the body."""
+    chunk = bytearray(len(body) + 2)
+    chunk[0] = ord("[")
+    chunk[1:-1] = body
+    chunk[-1] = ord("]")
+    return chunk
+
+
+def _chunks_by_boundary(events: memoryview) -> Iterator[tuple[bytes | bytearray, float]]:
+    """Cut the array body at `}` `,` `{` boundaries near every CHUNK_BYTES; yields (chunk, fraction done)."""
+    body_end = len(events) - 1  # the closing ]
+    start = 1  # after the opening [
+    while start < body_end:
+        target = start + CHUNK_BYTES
+        match = _BOUNDARY.search(events, target, body_end) if target < body_end else None
+        if match is None:
+            yield _bracketed(events[start:body_end]), 1.0
+            return
+        yield _bracketed(events[start : match.start() + 1]), match.start() / body_end
+        start = match.end() - 1
+
+
+def _chunks_exact(events: memoryview) -> Iterator[tuple[bytes, float]]:
+    """Exact cuts from a `Raw` per event: slower, but immune to odd content."""
+    raws = _RAW_LIST.decode(events)
+    step = 20_000
+    for first in range(0, len(raws), step):
+        yield b"[" + b",".join(raws[first : first + step]) + b"]", min(1.0, (first + step) / len(raws))
+
+
+def _decode_chunk(chunk: bytes | bytearray, trace: DecodedTrace) -> list[Any]:
+    if not trace.lenient:
+        try:
+            return _FAST.decode(chunk)
+        except msgspec.ValidationError:
+            trace.lenient = True  # the rest of this file uses lenient types
+    try:
+        return _LENIENT.decode(chunk)
+    except msgspec.ValidationError:
+        pass
+    events: list[Any] = []
+    for raw in _RAW_LIST.decode(chunk):
+        try:
+            events.append(_ONE_LENIENT.decode(raw))
+        except msgspec.ValidationError:
+            trace.problems["events that are not JSON objects (skipped)"] += 1
+    return events
+
+
+def _frames_of_chunk(events: list[Any], trace: DecodedTrace, parts: dict[str, list[pl.DataFrame]]) -> None:
+    lenient = trace.lenient
+    if lenient:
+        events = [event if event.args is not None else _with_default_args(event) for event in events]
+    for category, ph, group in group_events(events, lenient):
+        if category in FLOW_CATEGORIES:
+            if category == "fwdbwd" and ph in ("s", "f"):
+                parts["flow"].append(flow_frame(RawColumns(group, lenient, trace.problems)))
+            else:
+                trace.ignored += len(group)
+            continue
+        # Instants (`[memory]`), metadata (`M`) and the profiler span carry no
+        # interval the tables need.
+        if ph != "X" or category in IGNORED_CATEGORIES:
+            trace.ignored += len(group)
+            continue
+        columns = RawColumns(group, lenient, trace.problems)
+        if category in GPU_CATEGORIES:
+            parts["gpu"].append(gpu_frame(columns, category))
+        elif category in API_CATEGORIES:
+            parts["api"].append(api_frame(columns, category))
+        else:
+            parts["range"].append(range_frame(columns, category))
+
+
+def _with_default_args(event: Any) -> Any:
+    return msgspec.structs.replace(event, args=_LENIENT_DEFAULT_ARGS)
+
+
+def decode_file(path: Path, progress: Callable[[float], None] = lambda fraction: None) -> DecodedTrace:
+    """Read, validate and decode one trace file (gzip or plain JSON)."""
+    data: bytes | memoryview = read_source_bytes(path)
+    if data[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte order mark, which JSON parsers refuse
+        data = memoryview(data)[3:]
+    with _gc_paused():
+        top = _decode_top(path, data)
+        events = memoryview(top.traceEvents)
+        if len(events) == 0:
+            raise IngestError(path, "not a Kineto trace: the JSON object has no `traceEvents` array")
+        first = bytes(events[:1])
+        if first != b"[":
+            raise IngestError(path, "not a Kineto trace: `traceEvents` is not an array")
+        trace = DecodedTrace(
+            path=path,
+            top={
+                name: getattr(top, name)
+                for name in _Top.__struct_fields__
+                if name != "traceEvents" and getattr(top, name) is not None
+            },
+            frames={},
+        )
+        parts = _decode_events(events, trace, progress)
+        del events, top, data
+    trace.frames = {
+        kind: pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+        for kind, frames in parts.items()
+    }
+    return trace
+
+
+def _decode_events(
+    events: memoryview, trace: DecodedTrace, progress: Callable[[float], None]
+) -> dict[str, list[pl.DataFrame]]:
+    for chunker in (_chunks_by_boundary, _chunks_exact):
+        parts: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "range": [], "flow": []}
+        trace.events = trace.ignored = 0
+        trace.problems.clear()
+        try:
+            for chunk, done in chunker(events):
+                decoded = _decode_chunk(chunk, trace)
+                trace.events += len(decoded)
+                _frames_of_chunk(decoded, trace, parts)
+                progress(done)
+        except msgspec.DecodeError:
+            continue  # a cut fell inside a string or object: cut exactly instead
+        return parts
+    raise AssertionError("unreachable: exact chunks of a valid array always decode")
