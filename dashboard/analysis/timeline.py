@@ -1,0 +1,374 @@
+"""The `/timeline` view of a run at any zoom, with a bounded number of marks.
+
+`prepare_timeline` indexes a run once (lanes, per-lane sorted arrays, stack
+threads); `timeline_view` answers one window of it:
+
+- a lane with few events in the window (all exact lanes together at most
+  EXACT_BUDGET events, see exact_limit) lists them one by one (`events`);
+- any other lane is summarised per pixel bucket (`cells`): the exact busy
+  fraction of the bucket, how many events start in it, and the name holding
+  the most time in it (the dominant kernel, which colours it);
+- the copy panels and stack panels are per-bucket series (`copies`,
+  `stack_depth`), or a thread's frames one by one when few (`stack_frames`).
+
+The bucket count shrinks as lanes are added so that cells + series points
+stay under MARK_BUDGET whatever the zoom (plus at most EXACT_BUDGET exact
+events), and a view never scans the whole run: every per-lane query is a
+handful of binary searches plus work on the events inside the window, or on
+a fixed number of samples per bucket (see timeline_index).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from dashboard.analysis.selection import kernel_key
+from dashboard.analysis.timeline_index import IntervalIndex, bucket_edges, dominant_per_bucket
+from dashboard.analysis.timeline_lanes import LANE_KEY, display_name, lane_events, lane_table
+from dashboard.analysis.timeline_series import (
+    StackTrack,
+    copy_series,
+    stack_depth_series,
+    stack_frames,
+    stack_frames_in,
+    stack_tracks,
+)
+
+MARK_BUDGET = 20_000  # cells + series points of one view
+MAX_BUCKETS = 1_500
+MIN_BUCKETS = 100
+DENSE_EVENTS_PER_BUCKET = 8  # above this, a bucket's dominant name is estimated by sampling
+SAMPLES_PER_BUCKET = 32
+EXACT_BUDGET = 2_000  # events drawn one by one in one view (SVG bars: ~0.3 s per 1000 to draw in a browser)
+MIN_WINDOW_NS = 100
+OVERLAY_GROUP = "stack_kernels"  # a rank's kernels, drawn under its stack panels
+
+CELL_SCHEMA = {
+    "lane": pl.Int32, "bucket": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64, "busy": pl.Float64,
+    "events": pl.Int64, "name": pl.String, "kind": pl.String, "short": pl.String, "selected_busy": pl.Float64,
+    "selected_name": pl.String, "selected_short": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class TimelineData:
+    """A run indexed for window queries; built once per run and reused by every view."""
+
+    start_ns: int
+    end_ns: int
+    lanes: pl.DataFrame  # lane, group, rank, device, track, sublane, label (overlay lanes last)
+    events: pl.DataFrame  # every lane event, sorted by (lane, start_ns); index rows point here
+    names: pl.DataFrame  # code, name, kind, key, short: one row per distinct event name
+    indexes: dict[int, IntervalIndex]
+    copies: pl.DataFrame  # rank, kind, start_ns, end_ns, bytes
+    stacks: list[StackTrack]
+    functions: list[str]
+    # Per (lane, kernel code) indexes for highlighting selected kernels, filled on first use.
+    kernel_indexes: dict[tuple[int, int], IntervalIndex] = field(default_factory=dict, compare=False)
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(self.lanes.get_column("rank").unique().to_list())
+
+
+@dataclass(frozen=True)
+class TimelineView:
+    """One window of a run, ready to draw."""
+
+    start_ns: int
+    end_ns: int
+    run_start_ns: int
+    run_end_ns: int
+    buckets: int
+    lanes: pl.DataFrame  # lane, group, rank, label, events (in window), exact
+    cells: pl.DataFrame  # CELL_SCHEMA: aggregated lanes, non-empty buckets only
+    events: pl.DataFrame  # exact: lane, kind, name, short, category, start_ns, end_ns, bytes, flops, key, selected
+    copies: pl.DataFrame  # series, bucket, start_ns, end_ns, bandwidth (bytes/s), in_flight (bytes)
+    stacks: pl.DataFrame  # stack, rank, thread, label, frames (in window), exact
+    stack_depth: pl.DataFrame  # stack, bucket, start_ns, end_ns, depth
+    stack_frames: pl.DataFrame  # stack, function, depth, start_ns, end_ns
+    selected_keys: frozenset[str]
+
+    @property
+    def is_full(self) -> bool:
+        return self.start_ns <= self.run_start_ns and self.end_ns >= self.run_end_ns
+
+    @property
+    def marks(self) -> int:
+        """Marks this view sends: cells, exact events, frames and series points."""
+        return (self.cells.height + self.events.height + self.copies.height * 2
+                + self.stack_depth.height + self.stack_frames.height)
+
+
+def _lane_indexes(lane: np.ndarray, starts: np.ndarray, ends: np.ndarray, codes: np.ndarray,
+                  n_lanes: int) -> dict[int, IntervalIndex]:
+    # A stable sort on a 16-bit key is a radix sort, and keeps each lane's rows in stored
+    # (time) order, so building each lane's index needs no further sort.
+    order = np.argsort(lane.astype(np.int16), kind="stable")
+    bounds = np.searchsorted(lane[order], np.arange(n_lanes + 1), side="left")
+    indexes = {}
+    for number in range(n_lanes):
+        rows = order[bounds[number]:bounds[number + 1]]
+        if len(rows):
+            indexes[number] = IntervalIndex.build(starts[rows], ends[rows], codes[rows], rows)
+    return indexes
+
+
+def _event_names(events: pl.DataFrame) -> pl.DataFrame:
+    """code, name, kind, key: one row per distinct name; a name that is also a kernel is a kernel."""
+    priority = {"kernel": 0, "memcpy": 1, "range": 2, "pass": 3}
+    per_kind = [events.filter(pl.col("kind") == kind).select(pl.col("name").unique(), pl.lit(kind).alias("kind"))
+                for kind in priority]
+    names = pl.concat(per_kind).unique(subset="name", keep="first", maintain_order=True).sort("name")
+    return names.with_columns(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("code"),
+        # Python once per distinct name, never per event.
+        pl.col("name").map_elements(kernel_key, return_dtype=pl.String).alias("key"),
+        pl.struct("name", "kind").map_elements(lambda row: display_name(row["name"], row["kind"]),
+                                               return_dtype=pl.String).alias("short"),
+    ).select("code", "name", "kind", "key", "short")
+
+
+def prepare_timeline(kernels: pl.DataFrame, memcpy: pl.DataFrame, ranges: pl.DataFrame,
+                     stack: pl.DataFrame) -> TimelineData:
+    """Index a run's canonical tables for timeline views."""
+    events = lane_events(kernels, memcpy, ranges)
+    frames = stack_frames(stack, ranges)
+    tracks, functions = stack_tracks(frames)
+    lanes = lane_table(events)
+    names = _event_names(events)
+    events = events.join(lanes.select("lane", *LANE_KEY), on=LANE_KEY, how="left", nulls_equal=True).select(
+        "lane", "kind", pl.col("name").cast(pl.Enum(names.get_column("name"))).to_physical().cast(pl.Int64)
+        .alias("code"), "category", "start_ns", "end_ns", "bytes", "flops", "rank")
+    lane = events.get_column("lane").to_numpy()
+    starts, ends = events.get_column("start_ns").to_numpy(), events.get_column("end_ns").to_numpy()
+    codes = events.get_column("code").to_numpy()
+    indexes = _lane_indexes(lane, starts, ends, codes, lanes.height)
+    # Under each stack panel: every kernel of its rank on one lane, over the same event rows.
+    overlay_ranks = sorted({track.rank for track in tracks})
+    overlay = pl.DataFrame({"group": OVERLAY_GROUP, "rank": overlay_ranks, "label": "kernels"},
+                           schema={"group": pl.String, "rank": pl.Int32, "label": pl.String})
+    overlay = overlay.with_columns(pl.int_range(lanes.height, lanes.height + pl.len(), dtype=pl.Int32).alias("lane"))
+    is_kernel = (events.get_column("kind") == "kernel").to_numpy()
+    event_rank = events.get_column("rank").to_numpy()
+    for number, rank in zip(overlay.get_column("lane"), overlay_ranks, strict=True):
+        rows = np.flatnonzero(is_kernel & (event_rank == rank))
+        if len(rows):
+            indexes[number] = IntervalIndex.build(starts[rows], ends[rows], codes[rows], rows)
+    bounds = [(int(frame.get_column("start_ns").min()), int(frame.get_column("end_ns").max()))  # type: ignore[arg-type]
+              for frame in (events, frames) if frame.height]
+    start = min((b[0] for b in bounds), default=0)
+    end = max((b[1] for b in bounds), default=1)
+    return TimelineData(
+        start_ns=start, end_ns=max(end, start + 1),
+        lanes=pl.concat([lanes, overlay], how="diagonal_relaxed").select(
+            "lane", "group", "rank", "device", "track", "sublane", "label"),
+        events=events.drop("rank"),
+        names=names,
+        indexes=indexes,
+        copies=memcpy.select(pl.col("rank").fill_null(0), "kind", "start_ns", "end_ns", "bytes")
+        .filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null()),
+        stacks=tracks,
+        functions=functions,
+    )
+
+
+def clamp_window(data: TimelineData, window: tuple[int, int] | None) -> tuple[int, int]:
+    """The window inside the run, at least MIN_WINDOW_NS wide; the whole run when None or outside it."""
+    if window is None:
+        return data.start_ns, data.end_ns
+    start, end = max(int(window[0]), data.start_ns), min(int(window[1]), data.end_ns)
+    if end <= start:
+        return data.start_ns, data.end_ns
+    if end - start < MIN_WINDOW_NS:
+        middle = (start + end) // 2
+        start = max(data.start_ns, middle - MIN_WINDOW_NS // 2)
+        end = min(data.end_ns, start + MIN_WINDOW_NS)
+    return start, end
+
+
+def bucket_count(rows: int, span_ns: int) -> int:
+    """Buckets per row so that all rows together stay within MARK_BUDGET (never narrower than 1 ns)."""
+    per_row = MARK_BUDGET // max(rows, 1)
+    return int(max(1, min(MAX_BUCKETS, max(MIN_BUCKETS, per_row), span_ns)))
+
+
+def choose_exact(counts: dict[object, int], buckets: int, budget: int = EXACT_BUDGET) -> set[object]:
+    """The rows drawn event by event: those with at most `exact_limit` events in the window."""
+    limit = exact_limit(list(counts.values()), buckets, budget)
+    return {row for row, count in counts.items() if 0 < count <= limit}
+
+
+def exact_limit(counts: list[int], buckets: int, budget: int = EXACT_BUDGET) -> int:
+    """Most events a row may hold in the window and still be drawn event by event.
+
+    The largest threshold t (at most `buckets`: one bar per pixel bucket on
+    average) such that the rows holding at most t events hold at most
+    `budget` events together. One threshold for every row keeps similar lanes
+    alike, and the emptiest rows are drawn exactly first.
+    """
+    limit, total = 0, 0
+    for count, rows in sorted(Counter(c for c in counts if c > 0).items()):
+        if count > buckets or total + count * rows > budget:  # rows with equal counts: all or none
+            break
+        total += count * rows
+        limit = count
+    return limit
+
+
+def lane_cells(index: IntervalIndex, edges: np.ndarray, lane: int,
+               selected: list[IntervalIndex] | None = None) -> pl.DataFrame:
+    """Per non-empty bucket of one lane: busy fraction, events starting, dominant code.
+
+    Busy fractions and event counts are exact. The dominant code (the name
+    holding most time in a bucket) is exact while the window holds at most
+    DENSE_EVENTS_PER_BUCKET events per bucket, else it is estimated from
+    SAMPLES_PER_BUCKET instants per bucket (see IntervalIndex).
+    `selected` holds one index per selected kernel present on the lane; their
+    busy fraction and dominant code per bucket are exact.
+    """
+    return pl.DataFrame(_lane_cell_arrays(index, edges, lane, selected or []))
+
+
+def _lane_cell_arrays(index: IntervalIndex, edges: np.ndarray, lane: int,
+                      selected: list[IntervalIndex]) -> dict[str, np.ndarray]:
+    width = np.diff(edges).astype(np.float64)
+    n_buckets, n_codes = len(width), len(index.code_table)
+    busy = index.busy_ns(edges) / width
+    starting = index.starts_per_bucket(edges)
+    if index.count_overlapping(int(edges[0]), int(edges[-1])) <= DENSE_EVENTS_PER_BUCKET * n_buckets:
+        pieces = index.bucket_contributions(edges)
+    else:
+        pieces = index.sampled_contributions(edges, SAMPLES_PER_BUCKET)
+    best, _ = dominant_per_bucket(*pieces, n_buckets, n_codes)
+    best = np.where(best >= 0, best, index.first_starting(edges))  # a bucket no sample hit
+    best_global = np.append(index.code_table, -1)[best]  # local -1 maps to global -1
+    selected_busy = np.zeros(n_buckets)
+    selected_code = np.full(n_buckets, -1, dtype=np.int64)
+    if selected:
+        per_kernel = np.stack([kernel.busy_ns(edges) for kernel in selected]).astype(np.float64)
+        selected_busy = per_kernel.sum(axis=0) / width
+        heaviest = per_kernel.argmax(axis=0)
+        codes = np.array([int(kernel.codes[0]) for kernel in selected], dtype=np.int64)
+        selected_code = np.where(per_kernel.max(axis=0) > 0, codes[heaviest], -1)
+    keep = np.flatnonzero((busy > 0) | (starting > 0))
+    return {
+        "lane": np.full(len(keep), lane, dtype=np.int32),
+        "bucket": keep.astype(np.int32),
+        "start_ns": edges[:-1][keep],
+        "end_ns": edges[1:][keep],
+        "busy": np.minimum(busy[keep], 1.0),
+        "events": starting[keep].astype(np.int64),
+        "code": best_global[keep],
+        "selected_busy": np.minimum(selected_busy[keep], 1.0),
+        "selected_code": selected_code[keep],
+    }
+
+
+def _named_cells(parts: list[dict[str, np.ndarray]], names: pl.DataFrame) -> pl.DataFrame:
+    """All lanes' cells in one frame, with the names their codes stand for (one gather per column)."""
+    if not parts:
+        return pl.DataFrame(schema=CELL_SCHEMA)
+    columns = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+    missing = names.height  # code -1 (no name) gathers the null appended below
+    code = pl.Series(np.where(columns["code"] >= 0, columns["code"], missing))
+    chosen = pl.Series(np.where(columns["selected_code"] >= 0, columns["selected_code"], missing))
+    lookup = {column: pl.concat([names.get_column(column), pl.Series([None], dtype=pl.String)])
+              for column in ("name", "kind", "short")}
+    frame = pl.DataFrame({key: value for key, value in columns.items() if not key.endswith("code")})
+    return frame.with_columns(
+        lookup["name"].gather(code).alias("name"), lookup["kind"].gather(code).alias("kind"),
+        lookup["short"].gather(code).alias("short"), lookup["name"].gather(chosen).alias("selected_name"),
+        lookup["short"].gather(chosen).alias("selected_short"),
+    ).select(list(CELL_SCHEMA)).cast(CELL_SCHEMA)  # type: ignore[arg-type]
+
+
+def selected_codes(names: pl.DataFrame, keys: Iterable[str]) -> list[int]:
+    """Codes of the kernels whose key is selected."""
+    return names.filter(pl.col("key").is_in(list(keys)) & (pl.col("kind") == "kernel")).get_column("code").to_list()
+
+
+def _kernel_indexes(data: TimelineData, lane: int, codes: list[int]) -> list[IntervalIndex]:
+    """One index per selected kernel present on a lane, built on first use and kept."""
+    index = data.indexes[lane]
+    found = []
+    for code in codes:
+        if code not in index.code_table:
+            continue
+        key = (lane, code)
+        if key not in data.kernel_indexes:
+            data.kernel_indexes[key] = index.subset(np.flatnonzero(index.codes == code))
+        found.append(data.kernel_indexes[key])
+    return found
+
+
+def timeline_view(data: TimelineData, window: tuple[int, int] | None = None, rank: int | None = None,
+                  selected_keys: Iterable[str] = ()) -> TimelineView:
+    """The lanes, cells, exact events and series of one window (rank None = all ranks)."""
+    start, end = clamp_window(data, window)
+    keys = frozenset(selected_keys)
+    lanes = data.lanes if rank is None else data.lanes.filter(pl.col("rank") == rank)
+    stacks = [t for t in data.stacks if rank is None or t.rank == rank]
+    overlay_ranks = {t.rank for t in stacks}
+    lanes = lanes.filter((pl.col("group") != OVERLAY_GROUP) | pl.col("rank").is_in(list(overlay_ranks)))
+    copies = data.copies if rank is None else data.copies.filter(pl.col("rank") == rank)
+    copy_kinds = copies.get_column("kind").n_unique() if copies.height else 0
+    buckets = bucket_count(lanes.height + 2 * copy_kinds + len(stacks), end - start)
+    edges = bucket_edges(start, end, buckets)
+
+    lane_ids = lanes.get_column("lane").to_list()
+    counts: dict[object, int] = {("lane", lane): data.indexes[lane].count_overlapping(start, end)
+                                 for lane in lane_ids if lane in data.indexes}
+    counts.update({("stack", t.stack): t.index.count_overlapping(start, end) for t in stacks})
+    exact = choose_exact(counts, buckets)
+
+    chosen_codes = selected_codes(data.names, keys)
+    raw_cells, exact_rows, exact_lanes = [], [], []
+    for lane in lane_ids:
+        if ("lane", lane) in exact:
+            rows = data.indexes[lane].rows[data.indexes[lane].overlapping(start, end)]
+            exact_rows.append(rows)
+            exact_lanes.append(np.full(len(rows), lane, dtype=np.int32))
+        elif counts.get(("lane", lane), 0) > 0:
+            raw_cells.append(_lane_cell_arrays(data.indexes[lane], edges, lane,
+                                               _kernel_indexes(data, lane, chosen_codes)))
+    rows = np.concatenate(exact_rows) if exact_rows else np.zeros(0, dtype=np.int64)
+    taken = data.events[pl.Series(rows, dtype=pl.Int64)]
+    code = taken.get_column("code")
+    events = taken.with_columns(
+        pl.Series("lane", np.concatenate(exact_lanes) if exact_lanes else [], dtype=pl.Int32),
+        *[data.names.get_column(column).gather(code).alias(column) for column in ("name", "short", "key")],
+        code.is_in(chosen_codes).alias("selected"),
+    ).select("lane", "kind", "name", "short", "category", "start_ns", "end_ns", "bytes", "flops", "key", "selected")
+
+    stack_rows = [(t, counts[("stack", t.stack)], ("stack", t.stack) in exact) for t in stacks]
+    depth = [stack_depth_series(t, edges) for t, count, is_exact in stack_rows if count and not is_exact]
+    frames = [stack_frames_in(t, start, end) for t, _, is_exact in stack_rows if is_exact]
+    return TimelineView(
+        start_ns=start, end_ns=end, run_start_ns=data.start_ns, run_end_ns=data.end_ns, buckets=buckets,
+        lanes=lanes.select("lane", "group", "rank", "label").with_columns(
+            pl.col("lane").replace_strict({lane: counts.get(("lane", lane), 0) for lane in lane_ids},
+                                          return_dtype=pl.Int64).alias("events"),
+            pl.col("lane").is_in([lane for kind, lane in exact if kind == "lane"]).alias("exact")),
+        cells=_named_cells(raw_cells, data.names),
+        events=events,
+        copies=copy_series(copies, edges),
+        stacks=pl.DataFrame(
+            {"stack": [t.stack for t, _, _ in stack_rows], "rank": [t.rank for t, _, _ in stack_rows],
+             "thread": [t.thread for t, _, _ in stack_rows], "label": [t.label for t, _, _ in stack_rows],
+             "frames": [c for _, c, _ in stack_rows], "exact": [e for _, _, e in stack_rows]},
+            schema={"stack": pl.Int32, "rank": pl.Int32, "thread": pl.Int64, "label": pl.String,
+                    "frames": pl.Int64, "exact": pl.Boolean}),
+        stack_depth=pl.concat(depth) if depth else pl.DataFrame(
+            schema={"stack": pl.Int32, "bucket": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64,
+                    "depth": pl.Int64}),
+        stack_frames=pl.concat(frames) if frames else pl.DataFrame(
+            schema={"function": pl.String, "depth": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64,
+                    "stack": pl.Int32}),
+        selected_keys=keys,
+    )
