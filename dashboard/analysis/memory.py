@@ -121,8 +121,13 @@ def peaks(op_memory: pl.DataFrame, housekeeping_snapshots: bool = True) -> pl.Da
 
 
 def top_growth(op_memory: pl.DataFrame, n: int = 10, buffer_types: Sequence[str] | None = None) -> pl.DataFrame:
-    """The n ops that left the most memory behind (positive deltas), per buffer type."""
-    deltas = with_deltas(op_memory).filter(pl.col("delta_per_bank") > 0)
+    """The n ops that left the most memory behind (positive deltas), per buffer type.
+
+    A frame that already went through `with_deltas` (and maybe a filter since, by
+    program or op range: deltas must be taken before filtering) is used as it is.
+    """
+    has_deltas = "delta_per_bank" in op_memory.columns
+    deltas = (op_memory if has_deltas else with_deltas(op_memory)).filter(pl.col("delta_per_bank") > 0)
     if buffer_types is not None:
         deltas = deltas.filter(pl.col("buffer_type").is_in(list(buffer_types)))
     present = [c for c in _OP_COLUMNS if c in deltas.columns]

@@ -96,3 +96,31 @@ def test_empty_inputs_give_a_message(op_memory: pl.DataFrame) -> None:
         assert figure.layout.annotations and not figure.data
 
 
+
+
+def test_slots_meta_and_in_place_updates(op_memory: pl.DataFrame) -> None:
+    """What a page needs to update the curves in place: trace indices, empty highlight slots, helpers."""
+    profiler = analysis.peaks(op_memory, housekeeping_snapshots=False)
+    figure = figures.memory_curves_figure(op_memory, highlight_slots=True, peak_rows=profiler, regions=[(3, 9)])
+    meta = figure.layout.meta
+    assert [t["buffer_type"] for t in meta["tracks"]] == ["DRAM", "L1", "L1_SMALL"] and meta["rows"] == 4
+    l1 = meta["tracks"][1]
+    assert figure.data[l1["allocated"]].name == "L1 allocated" and figure.data[l1["free"]].name == "L1 free"
+    assert figure.data[l1["largest_free"]].name == "L1 largest free block"
+    slot = figure.data[l1["highlight"]]
+    assert slot.name == "highlighted ops" and len(slot.x) == 0 and not slot.showlegend
+    assert figure.data[meta["fragmentation"]["L1"]].name == "L1 fragmentation"
+    # The profiler's view skips the snapshot before a deallocate: the L1 star moves.
+    star = figure.data[l1["peak"]]
+    true_peak = analysis.peaks(op_memory).filter(pl.col("buffer_type") == "L1")["peak_op_index"].to_list()
+    profiler_peak = profiler.filter(pl.col("buffer_type") == "L1")["peak_op_index"].to_list()
+    assert list(star.x) != true_peak and list(star.x) == profiler_peak
+    rects = [s for s in figure.layout.shapes if s.type == "rect"]
+    assert len(rects) == 4 and all(s.x0 == 2.5 and s.x1 == 9.5 for s in rects)  # the given regions
+    curve = analysis.memory_curves(op_memory).filter(pl.col("buffer_type") == "L1")
+    points = figures.track_points(curve, "free", l1["divisor"], 10)
+    assert len(points["x"]) <= 10 and list(points["customdata"][:, 0]) == list(points["x"])
+    assert max(points["y"]) == pytest.approx(curve["free"].max() / l1["divisor"])
+    marks = figures.mark_shapes(2, (5, 8), 6)
+    assert [(s["type"], s["xref"]) for s in marks] == [("rect", "x"), ("line", "x"), ("rect", "x2"), ("line", "x2")]
+    assert figures.mark_shapes(3, None, None) == []
