@@ -209,6 +209,40 @@ def export_trace(run_id: str, data_dir: Path, out_path: Path | None, no_flows: b
     click.echo(f"wrote {target} ({size:,} bytes)", err=True)
 
 
+@cli.command("export")
+@click.argument("run_id")
+@DATA_OPTION
+@click.option("--page", "pages", multiple=True, help="Page(s) to export: kernels, layers, timeline, memory, "
+              "planner (default: every page with charts for the run).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output folder (default: ./<RUN_ID>-png).")
+@click.option("--query", default="", help="View state as a URL query, e.g. 'rank=0&window=100-200'.")
+def export_pngs(run_id: str, data_dir: Path, pages: tuple[str, ...], out_dir: Path | None, query: str) -> None:
+    """Write every chart of the chosen pages of a run as PNG (2x), through kaleido and Chromium."""
+    from urllib.parse import parse_qsl
+
+    from dashboard.exports.page_figures import PAGES, page_figures, pages_for
+    from dashboard.exports.png import PngExportUnavailable, write_pngs
+    from dashboard.store import RunNotFound, RunStore
+
+    try:
+        run = RunStore(data_dir).open(run_id)
+    except RunNotFound as exc:
+        _fail(f"error: {exc} in {data_dir}", False)
+    unknown = [page for page in pages if page not in PAGES]
+    if unknown:
+        _fail(f"error: unknown page(s) {', '.join(unknown)}; choose from {', '.join(PAGES)}", False)
+    chosen = list(pages) or pages_for(run)
+    target = out_dir or Path(f"{run.id}-png")
+    state = dict(parse_qsl(query))
+    try:
+        for page in chosen:
+            for path in write_pngs(page_figures(page, run, state), target, prefix=f"{run.id}-{page}-"):
+                click.echo(path)
+    except PngExportUnavailable as exc:
+        _fail(f"error: {exc}", False)
+
+
 def _register_optional_commands() -> None:
     # Capture needs no GPU to be listed; it explains itself when CUPTI is absent.
     from dashboard.capture import capture_command, merge_command

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from urllib.parse import quote
 
-from flask import Flask, Response, abort, send_file
+from flask import Flask, Response, abort, request, send_file
 
 from dashboard import schema
 from dashboard.exports.perfetto import TRACE_TABLES, encode_trace
@@ -30,6 +30,10 @@ def source_href(run_id: str, relative: str) -> str:
 
 def table_csv_href(run_id: str, table: str) -> str:
     return f"/runs/{quote(run_id)}/tables/{quote(table)}.csv"
+
+
+def page_pngs_href(run_id: str, page: str) -> str:
+    return f"/runs/{quote(run_id)}/export/{page}.zip"
 
 
 def trace_href(run_id: str) -> str:
@@ -77,6 +81,24 @@ def install_run_downloads(server: Flask, store: RunStore) -> None:
             abort(404, description=f"run {run_id!r} has no kernels, copies, ranges or API calls to trace")
         tables = {table: run.frame(table) for table in TRACE_TABLES if run.has(table)}
         return _attachment(encode_trace(tables, run_id=run.id), "application/json", f"{run.id}.trace.json")
+
+    @server.get("/runs/<run_id>/export/<page>.zip")
+    def run_page_pngs(run_id: str, page: str) -> Response:
+        # Every chart of one page as PNG, for the view state in the query string.
+        from dashboard.exports.page_figures import PAGES, page_figures
+        from dashboard.exports.png import PngExportUnavailable, pngs_zip
+
+        run = open_run(run_id)
+        if page not in PAGES:
+            abort(404, description=f"no page {page!r} with charts")
+        figures = page_figures(page, run, request.args.to_dict())
+        if not figures:
+            abort(404, description=f"run {run_id!r} has nothing to draw on {page}")
+        try:
+            body = pngs_zip(figures, prefix=f"{run.id}-{page}-")
+        except PngExportUnavailable as exc:
+            abort(503, description=str(exc))
+        return _attachment(iter([body]), "application/zip", f"{run.id}-{page}.zip")
 
     @server.get("/runs/<path:_anything>")
     def no_such_download(_anything: str) -> Response:

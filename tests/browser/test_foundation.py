@@ -125,3 +125,20 @@ def test_delete_asks_for_confirmation(page: Page, server) -> None:
     assert dialogs and victim in dialogs[0]
     assert not store.exists(victim)
     expect(page.locator(f'.ag-row[row-id="{victim}"]')).to_have_count(0)
+
+
+def test_export_page_as_png_downloads_a_zip_of_the_pages_charts(page: Page, server, tmp_path: Path) -> None:
+    import zipfile
+
+    run_id = next(info.id for info in RunStore(server.data_dir).list_runs() if "memory" in info.evidence)
+    page.goto(f"{server.url}/memory?run={run_id}&unit=device")
+    wait_for_dash(page)
+    with page.expect_download(timeout=120_000) as download_info:
+        page.locator(".export-page-png").click()
+    download = download_info.value
+    assert download.suggested_filename == f"{run_id}-memory.zip"
+    assert "unit=device" in download.url  # the view state in the address bar travels with the export
+    target = tmp_path / "page.zip"
+    download.save_as(target)
+    names = zipfile.ZipFile(target).namelist()
+    assert len(names) == 2 and all(name.endswith(".png") for name in names)

@@ -1,0 +1,138 @@
+"""Every chart of a page for one run and view state, without Dash, for PNG export.
+
+The CLI `export` command and the pages' "Export page as PNG" both use this,
+so a zip of a page holds what the page shows for the same URL state (run,
+rank, window, selection, group, layer, ...). Each builder calls the same
+analysis and figure functions as its page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import plotly.graph_objects as go
+
+from dashboard.analysis.selection import parse_keys, parse_window
+from dashboard.store import Run
+
+Query = Mapping[str, str]
+PageFigures = Callable[[Run, Query], dict[str, go.Figure]]
+
+
+def _rank(query: Query) -> int | None:
+    value = query.get("rank")
+    try:
+        return int(value) if value not in (None, "", "all") else None
+    except ValueError:
+        return None
+
+
+def _int(query: Query, key: str, default: int) -> int:
+    try:
+        return int(query.get(key) or default)
+    except ValueError:
+        return default
+
+
+def kernels_figures(run: Run, query: Query) -> dict[str, go.Figure]:
+    from dashboard.analysis import kernels as kernel_analysis
+    from dashboard.analysis import run_views
+    from dashboard.figures.kernels import duration_scatter_figure, top_kernels_figure
+
+    group = query.get("group") or "name"
+    if group not in ("name", "op", "layer"):
+        group = "name"
+    view = run_views.kernel_view(run, _rank(query), parse_window(query.get("window")), group)
+    selected = parse_keys(query.get("sel"))
+    highlighted = selected if group == "name" else kernel_analysis.groups_touching(view.pairs, selected)
+    top = _int(query, "top", 20)
+    return {
+        "top-kernels": top_kernels_figure(view.summary, top, highlighted, view.spread, group),
+        "duration-vs-launches": duration_scatter_figure(view.summary, highlighted, group),
+    }
+
+
+def layers_figures(run: Run, query: Query) -> dict[str, go.Figure]:
+    from dashboard.analysis import run_views
+    from dashboard.analysis.peaks import DTYPE_LABELS, DTYPES, device_name, peak_flops
+    from dashboard.figures.layers import layer_box_figure
+
+    view = run_views.layer_view(run, _rank(query), parse_window(query.get("window")))
+    selected = (query["layer"], query.get("pass") or "forward") if query.get("layer") else None
+    dtype = query.get("dtype") if query.get("dtype") in DTYPES else "bf16"
+    device = device_name(run.info.metadata)
+    peak = peak_flops(device, dtype)
+    return {
+        "layer-runtime": layer_box_figure(view.stats, "time", view.time_outliers, selected),
+        "layer-throughput": layer_box_figure(view.stats, "rate", view.rate_outliers, selected, peak,
+                                             f"{DTYPE_LABELS[dtype]} dense ({device})" if peak else ""),
+    }
+
+
+def timeline_figures(run: Run, query: Query) -> dict[str, go.Figure]:
+    from dashboard.analysis.timeline import prepare_timeline, timeline_view
+    from dashboard.figures.timeline import timeline_figure
+
+    data = prepare_timeline(run.frame("kernels"), run.frame("memcpy"), run.frame("ranges"), run.frame("stack"))
+    view = timeline_view(data, parse_window(query.get("window")), _rank(query), parse_keys(query.get("sel")))
+    figure = timeline_figure(view, title=f"Timeline · {run.id}")
+    figure.update_layout(width=1800)
+    return {"timeline": figure}
+
+
+def memory_figures(run: Run, query: Query) -> dict[str, go.Figure]:
+    from dashboard.analysis.memory import top_growth, with_deltas
+    from dashboard.analysis.memory_view import parse_range
+    from dashboard.figures.memory import memory_curves_figure, top_growth_figure
+
+    op_memory = run.frame("op_memory")
+    rank = _rank(query) or 0
+    per_bank = query.get("unit") != "device"
+    op = query.get("op")
+    curves = memory_curves_figure(op_memory, per_bank=per_bank, rank=rank,
+                                  selected_op=int(op) if op and op.isdigit() else None,
+                                  op_range=parse_range(query.get("ops")))
+    growth = top_growth(with_deltas(op_memory.filter(op_memory["rank"] == rank)), n=10)
+    return {"memory-curves": curves, "top-growth": top_growth_figure(growth, per_bank=per_bank)}
+
+
+def planner_figures(run: Run, query: Query) -> dict[str, go.Figure]:
+    from dashboard.analysis.liveness import planner_groups
+    from dashboard.figures.planner import live_memory_figure, liveness_timeline
+
+    buffers, ops, channels = run.frame("ws_buffers"), run.frame("ws_ops"), run.frame("ws_channels")
+    groups = planner_groups(buffers, ops, channels)
+    if not groups:
+        return {}
+    group = query.get("group") if query.get("group") in groups else groups[0]
+    figures = {}
+    for memory in ("SMEM", "TMEM"):
+        figures[f"{memory.lower()}-liveness"] = liveness_timeline(buffers, group, memory)
+        figures[f"{memory.lower()}-live"] = live_memory_figure(buffers, group, memory)
+    return figures
+
+
+PAGES: dict[str, PageFigures] = {
+    "kernels": kernels_figures,
+    "layers": layers_figures,
+    "timeline": timeline_figures,
+    "memory": memory_figures,
+    "planner": planner_figures,
+}
+# Which evidence a page needs before it has charts to export.
+PAGE_EVIDENCE = {"kernels": "kernels", "layers": "layers", "timeline": "kernels", "memory": "memory",
+                 "planner": "planner"}
+
+
+def pages_for(run: Run) -> list[str]:
+    """The pages that have charts for this run."""
+    return [page for page, evidence in PAGE_EVIDENCE.items() if run.has_evidence(evidence)]
+
+
+def page_figures(page: str, run: Run, query: Query | None = None) -> dict[str, go.Figure]:
+    """The charts of one page for a run and view state (the page's URL query)."""
+    try:
+        builder = PAGES[page]
+    except KeyError:
+        raise KeyError(f"unknown page {page!r}; pages with charts: {', '.join(PAGES)}") from None
+    return builder(run, query or {})
