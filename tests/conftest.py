@@ -24,3 +24,15 @@ def data_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "data"
     folder.mkdir()
     return folder
+
+
+@pytest.fixture
+def csv_collector():
+    """A small real collector (kernel CSV) registered for the test, for store/registry/CLI tests."""
+    from dashboard.collectors import register, unregister
+    from tests.support.csv_collector import KernelCsvCollector
+
+    collector = KernelCsvCollector()
+    register(collector)
+    yield collector
+    unregister(collector)

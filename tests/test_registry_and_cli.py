@@ -12,17 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from dashboard.cli import cli
-from dashboard.collectors import IngestError, detect, register, unregister
+from dashboard.collectors import IngestError, detect
 from dashboard.store import RunStore
-from tests.support.csv_collector import KernelCsvCollector, write_kernel_csv
-
-
-@pytest.fixture
-def csv_collector():
-    collector = KernelCsvCollector()
-    register(collector)
-    yield collector
-    unregister(collector)
+from tests.support.csv_collector import write_kernel_csv
 
 
 def bad_inputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:

@@ -11,17 +11,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from dashboard.collectors import register, unregister
 from dashboard.store import RunNotFound, RunStore, default_name
-from tests.support.csv_collector import KernelCsvCollector, write_kernel_csv
-
-
-@pytest.fixture
-def csv_collector():
-    collector = KernelCsvCollector()
-    register(collector)
-    yield collector
-    unregister(collector)
+from tests.support.csv_collector import write_kernel_csv
 
 
 def kernels_frame() -> pl.DataFrame:

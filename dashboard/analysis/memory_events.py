@@ -6,7 +6,6 @@ Pure: a callback hands over what fired, gets a `ViewState` (or None: nothing to 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -26,8 +25,7 @@ from dashboard.analysis.memory_view import (
     parse_int,
     parse_list,
 )
-
-_RANGE_KEY = re.compile(r"^xaxis\d*\.range(\[([01])\])?$")
+from dashboard.analysis.selection import x_range_from_relayout
 
 
 def _as_ops(low: float, high: float) -> tuple[int, int]:
@@ -53,27 +51,10 @@ def range_from_selection(selection: Mapping[str, Any] | None) -> tuple[int, int]
 
 def range_from_relayout(relayout: Mapping[str, Any] | None) -> tuple[int, int] | str | None:
     """The op range an x-zoom asks for, "all" for a reset (autorange), None if it is not an x-zoom."""
-    if not relayout:
-        return None
-    if any(key.startswith("xaxis") and key.endswith(".autorange") and value for key, value in relayout.items()):
-        return "all"
-    low = high = None
-    for key, value in relayout.items():
-        match = _RANGE_KEY.match(key)
-        if not match:
-            continue
-        if match.group(2) is None and isinstance(value, list | tuple) and len(value) == 2:
-            low, high = value
-        elif match.group(2) == "0":
-            low = value
-        elif match.group(2) == "1":
-            high = value
-    if low is None or high is None:
-        return None
-    try:
-        return _as_ops(float(low), float(high))
-    except (TypeError, ValueError):
-        return None
+    extent = x_range_from_relayout(relayout)
+    if extent is None or extent == "all":
+        return extent
+    return _as_ops(*extent)
 
 
 def op_from_click(click: Mapping[str, Any] | None) -> int | None:

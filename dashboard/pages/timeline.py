@@ -11,7 +11,6 @@ of detail: buckets when zoomed out, single events when zoomed in.
 
 from __future__ import annotations
 
-import re
 import threading
 from functools import lru_cache
 from typing import Any
@@ -22,7 +21,7 @@ import polars as pl
 from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from dashboard.analysis.selection import format_keys, format_window, parse_keys, parse_window
+from dashboard.analysis.selection import format_keys, format_window, parse_keys, parse_window, x_range_from_relayout
 from dashboard.analysis.timeline import (
     OVERLAY_GROUP,
     TimelineData,
@@ -44,7 +43,6 @@ dash.register_page(__name__, path="/timeline", name="Timeline", order=3, title="
 PATH = "/timeline"
 EVIDENCE = "kernels"
 DRAG_MODES = ("zoom", "pan", "select")
-_RANGE_KEY = re.compile(r"^xaxis\d*\.range(\[([01])\])?$")
 _build_lock = threading.Lock()
 
 
@@ -166,27 +164,10 @@ def _graph(figure: dict[str, Any], run_id: str) -> Any:
 def window_from_relayout(relayout: dict[str, Any] | None, origin_ns: int,
                          divisor: float) -> tuple[int, int] | str | None:
     """The window a relayout event asks for: (start_ns, end_ns), "all" for autorange, None if unrelated."""
-    if not relayout:
-        return None
-    if any(key.startswith("xaxis") and key.endswith(".autorange") and value for key, value in relayout.items()):
-        return "all"
-    low = high = None
-    for key, value in relayout.items():
-        match = _RANGE_KEY.match(key)
-        if not match:
-            continue
-        if match.group(2) is None and isinstance(value, list | tuple) and len(value) == 2:
-            low, high = value
-        elif match.group(2) == "0":
-            low = value
-        elif match.group(2) == "1":
-            high = value
-    if low is None or high is None:
-        return None
-    try:
-        start, end = sorted((float(low), float(high)))
-    except (TypeError, ValueError):
-        return None
+    extent = x_range_from_relayout(relayout)
+    if extent is None or extent == "all":
+        return extent
+    start, end = extent
     return _on_run_clock(start, origin_ns, divisor), _on_run_clock(end, origin_ns, divisor)
 
 
