@@ -51,6 +51,18 @@ def page_href(path: str, run_id: str | None, **params: Any) -> str:
     return f"{path}?{urlencode(query)}" if query else path
 
 
+# The evidence each page needs, for choosing its default run.
+PAGE_EVIDENCE = {"/kernels": "kernels", "/layers": "layers", "/timeline": "kernels", "/memory": "memory",
+                 "/planner": "planner"}
+
+
+def default_run_for_path(pathname: str | None) -> str | None:
+    """The run a page opens when its URL names none: the newest with the page's evidence."""
+    evidence = PAGE_EVIDENCE.get((pathname or "").rstrip("/"))
+    candidates = _runs_with(evidence) if evidence else []
+    return candidates[0] if candidates else None
+
+
 def _runs_with(evidence: str) -> list[str]:
     return [info.id for info in current_store().list_runs() if evidence in info.evidence]
 

@@ -17,6 +17,7 @@ import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, dcc, html
 
 from dashboard.layouts.context import current_store
+from dashboard.layouts.page import default_run_for_path
 
 PAGES_LOCATION = "_pages_location"  # the dcc.Location Dash's page router listens to
 RUNS_VERSION = "runs-version"  # bumped by pages that add or delete runs
@@ -89,9 +90,10 @@ def _query(search: str | None) -> dict[str, str]:
     Input("run-picker", "value"),
     Input(RUNS_VERSION, "data"),
     State({"type": "nav-link", "path": ALL}, "id"),
+    State(PAGES_LOCATION, "pathname"),
 )
 def sync_run_picker(search: str | None, picked: str | None, _version: int,
-                    nav_ids: list[dict[str, str]]) -> tuple[Any, ...]:
+                    nav_ids: list[dict[str, str]], pathname: str | None) -> tuple[Any, ...]:
     """Keep the run picker, the URL's ?run= and the navbar links in step."""
     query = _query(search)
     run_id = query.get("run")
@@ -100,11 +102,13 @@ def sync_run_picker(search: str | None, picked: str | None, _version: int,
         run_id = picked
         new_search = "?" + urlencode({"run": picked})  # other state belongs to the old run
     options = [{"label": info.id, "value": info.id} for info in current_store().list_runs()]
+    # A page with no ?run= shows its default run; the picker names it too (without writing the URL).
+    shown = run_id or default_run_for_path(pathname)
     carried = {"run": run_id} if new_search is not dash.no_update else {
         key: query[key] for key in CARRIED_KEYS if query.get(key)}
     suffix = f"?{urlencode(carried)}" if carried else ""
     hrefs = [nav["path"] + suffix for nav in nav_ids]
-    return new_search, options, run_id, hrefs
+    return new_search, options, shown, hrefs
 
 
 # Merge every page's view state into the address bar without a page reload or

@@ -59,6 +59,15 @@ def test_run_picker_writes_the_run_into_the_url_and_nav_links(page: Page, server
     assert console_errors == []
 
 
+def test_picker_names_the_default_run_of_a_page(page: Page, server) -> None:
+    page.goto(server.url + "/memory")
+    wait_for_dash(page)
+    shown = page.locator(".run-badge").inner_text()
+    assert shown.startswith("demo-memory-") or shown.startswith("uploaded-memory-")
+    expect(page.locator("#run-picker")).to_contain_text(shown)
+    assert "run=" not in page.url  # naming the default does not rewrite the link
+
+
 def test_unknown_run_in_url_is_explained(page: Page, server) -> None:
     page.goto(server.url + "/planner?run=no-such-run")
     expect(page.locator(".missing-evidence")).to_contain_text("There is no run named")
