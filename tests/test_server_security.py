@@ -18,6 +18,7 @@ from dashboard.app import create_app
 from dashboard.server_security import SECURITY_HEADERS, resolve_inside, too_large_message
 from dashboard.settings import Settings
 from dashboard.store import RunStore
+from tests.support.dash_requests import upload_payload
 from tests.support.kernel_tables import kernel_tables
 
 LIMIT_MB = 1
@@ -41,20 +42,6 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     client = app.server.test_client()
     client.get("/")  # Dash finishes its setup (page router, inline scripts) on the first request
     return {"app": app, "client": client, "run_id": run_id, "root": root, "store": store, "tables": tables}
-
-
-def upload_payload(content: bytes, filename: str = "big.json") -> dict:
-    """The request dcc.Upload makes: the start_ingest callback with the file base64-encoded."""
-    encoded = "data:application/json;base64," + base64.b64encode(content).decode()
-    return {
-        "output": "..ingest-job.data...ingest-poll.disabled...ingest-message.children...ingest-progress.style..",
-        "outputs": [{"id": "ingest-job", "property": "data"}, {"id": "ingest-poll", "property": "disabled"},
-                    {"id": "ingest-message", "property": "children"}, {"id": "ingest-progress", "property": "style"}],
-        "inputs": [{"id": "upload", "property": "contents", "value": [encoded]}],
-        "state": [{"id": "upload", "property": "filename", "value": [filename]},
-                  {"id": "run-name", "property": "value", "value": None}],
-        "changedPropIds": ["upload.contents"],
-    }
 
 
 def router_payload(pathname: str, search: str = "") -> dict:

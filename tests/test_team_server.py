@@ -6,7 +6,6 @@ and every worker lists it; the upload limit answers 413 through gunicorn too.
 
 from __future__ import annotations
 
-import base64
 import http.client
 import json
 import os
@@ -21,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.support.dash_requests import upload_payload
 
 pytest.importorskip("gunicorn")
 
@@ -47,19 +48,6 @@ def post_json(base: str, path: str, body: dict) -> tuple[int, dict]:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"{}")
-
-
-def upload_payload(content: bytes, filename: str, name: str) -> dict:
-    encoded = "data:application/octet-stream;base64," + base64.b64encode(content).decode()
-    return {
-        "output": "..ingest-job.data...ingest-poll.disabled...ingest-message.children...ingest-progress.style..",
-        "outputs": [{"id": "ingest-job", "property": "data"}, {"id": "ingest-poll", "property": "disabled"},
-                    {"id": "ingest-message", "property": "children"}, {"id": "ingest-progress", "property": "style"}],
-        "inputs": [{"id": "upload", "property": "contents", "value": [encoded]}],
-        "state": [{"id": "upload", "property": "filename", "value": [filename]},
-                  {"id": "run-name", "property": "value", "value": name}],
-        "changedPropIds": ["upload.contents"],
-    }
 
 
 @pytest.fixture(scope="module")

@@ -80,17 +80,6 @@ FIELDS: dict[int, dict[str, pl.DataType]] = {
         "start": _INT,
         "end": _INT,
     },
-    MEMCPY2: {
-        "device_id": _INT,
-        "stream_id": _INT,
-        "correlation_id": _INT,
-        "copy_kind": _INT,
-        "src_kind": _INT,
-        "dst_kind": _INT,
-        "bytes": _INT,
-        "start": _INT,
-        "end": _INT,
-    },
     MEMSET: {
         "device_id": _INT,
         "stream_id": _INT,
@@ -105,6 +94,8 @@ FIELDS: dict[int, dict[str, pl.DataType]] = {
     MARKER: {"id": _INT, "name": _STR, "timestamp": _INT, "flags_": _INT, "domain": _STR},
     EXTERNAL_CORRELATION: {"correlation_id": _INT, "external_kind": _INT, "external_id": _INT},
 }
+# Peer-to-peer copies carry the same fields we read as plain copies.
+FIELDS[MEMCPY2] = FIELDS[MEMCPY]
 
 # NVIDIA's samples use 8 MB buffers; smaller ones make CUPTI call back often.
 BUFFER_BYTES = 8 * 1024 * 1024
