@@ -19,7 +19,8 @@ arg or from `Input Dims` (`dashboard.analysis.flops`), backward FLOPs from
 the backward ops' own shapes (no "2x forward" guess), null where unknown.
 Times are int64 ns: `round(ts * 1000)` (+ `baseTimeNanoseconds`).
 `deviceProperties` and `distributedInfo` go to the run metadata. Pipeline:
-`kineto_decode` (msgspec, chunked) -> `kineto_columns` -> `kineto_tables`
+`kineto_decode` (msgspec, chunked; `kineto_parallel` spreads big files over
+processes) -> `kineto_columns` -> `kineto_tables`
 (ns, ranks, cleaning) -> `kineto_nesting` / `kineto_ranges` ->
 `kineto_attribution`.
 
@@ -55,6 +56,7 @@ from dashboard.collectors.kineto_attribution import (
     ranges_table,
 )
 from dashboard.collectors.kineto_decode import DecodedTrace, decode_file
+from dashboard.collectors.kineto_parallel import decode_parallel
 from dashboard.collectors.kineto_ranges import annotate, prepare
 from dashboard.collectors.kineto_tables import assign_ranks, file_metadata, normalise
 
@@ -93,7 +95,12 @@ class KinetoCollector:
         for index, path in enumerate(sources):
             message = f"decoding {path.name}"
             progress(share * index, message)
-            trace = decode_file(path, lambda done, i=index, m=message: progress(share * (i + done), m))
+
+            def report(done: float, i: int = index, m: str = message) -> None:
+                progress(share * (i + done), m)
+
+            # Big files decode on every core; small or unusual ones in this process.
+            trace = decode_parallel(path, report) or decode_file(path, report)
             if trace.events == 0:
                 raise IngestError(path, "the trace holds no events (`traceEvents` is empty)")
             traces.append(trace)

@@ -142,7 +142,7 @@ _FAST = msgspec.json.Decoder(list[_FastEvent])
 _LENIENT = msgspec.json.Decoder(list[_LenientEvent])
 _ONE_LENIENT = msgspec.json.Decoder(_LenientEvent)
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
-_TOP = msgspec.json.Decoder(_Top)
+TOP_DECODER = msgspec.json.Decoder(_Top)
 _LENIENT_DEFAULT_ARGS = _LenientArgs()
 
 
@@ -160,7 +160,7 @@ class DecodedTrace:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     # Decoding allocates millions of short-lived containers; letting the cyclic
     # collector scan them repeatedly costs more than the decode itself.
     was_enabled = gc.isenabled()
@@ -172,11 +172,11 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _decode_top(path: Path, data: bytes | memoryview) -> _Top:
+def decode_top(path: Path, data: bytes | memoryview) -> _Top:
     if not bytes(data[:4096]).strip() and not bytes(data).strip():
         raise IngestError(path, "the file is empty")
     try:
-        return _TOP.decode(data)
+        return TOP_DECODER.decode(data)
     except msgspec.ValidationError as exc:  # valid JSON of the wrong shape (a subclass of DecodeError)
         raise IngestError(path, f"not a Kineto trace: expected a JSON object with `traceEvents` ({exc})") from None
     except msgspec.DecodeError as exc:
@@ -195,18 +195,29 @@ def _bracketed(body: memoryview) -> bytearray:
     return chunk
 
 
-def _chunks_by_boundary(events: memoryview) -> Iterator[tuple[bytes | bytearray, float]]:
-    """Cut the array body at `}` `,` `{` boundaries near every CHUNK_BYTES; yields (chunk, fraction done)."""
-    body_end = len(events) - 1  # the closing ]
-    start = 1  # after the opening [
-    while start < body_end:
-        target = start + CHUNK_BYTES
-        match = _BOUNDARY.search(events, target, body_end) if target < body_end else None
+def body_chunks(body: memoryview, chunk_bytes: int | None = None) -> Iterator[tuple[bytearray, float]]:
+    """Cut comma-separated events at `}` `,` `{` boundaries near every `chunk_bytes`.
+
+    Yields (`[` chunk `]`, fraction of the body done). A cut that falls inside
+    a string or a nested object makes its chunk invalid JSON, which the
+    decoder then reports, so a wrong cut is never silently accepted.
+    """
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
+    end = len(body)
+    start = 0
+    while start < end:
+        target = start + chunk_bytes
+        match = _BOUNDARY.search(body, target, end) if target < end else None
         if match is None:
-            yield _bracketed(events[start:body_end]), 1.0
+            yield _bracketed(body[start:end]), 1.0
             return
-        yield _bracketed(events[start : match.start() + 1]), match.start() / body_end
+        yield _bracketed(body[start : match.start() + 1]), match.start() / end
         start = match.end() - 1
+
+
+def _chunks_by_boundary(events: memoryview) -> Iterator[tuple[bytearray, float]]:
+    """The `[` ... `]` array cut into chunks near every CHUNK_BYTES."""
+    return body_chunks(events[1:-1])
 
 
 def _chunks_exact(events: memoryview) -> Iterator[tuple[bytes, float]]:
@@ -217,7 +228,7 @@ def _chunks_exact(events: memoryview) -> Iterator[tuple[bytes, float]]:
         yield b"[" + b",".join(raws[first : first + step]) + b"]", min(1.0, (first + step) / len(raws))
 
 
-def _decode_chunk(chunk: bytes | bytearray, trace: DecodedTrace) -> list[Any]:
+def decode_chunk(chunk: bytes | bytearray, trace: DecodedTrace) -> list[Any]:
     if not trace.lenient:
         try:
             return _FAST.decode(chunk)
@@ -236,7 +247,7 @@ def _decode_chunk(chunk: bytes | bytearray, trace: DecodedTrace) -> list[Any]:
     return events
 
 
-def _frames_of_chunk(events: list[Any], trace: DecodedTrace, parts: dict[str, list[pl.DataFrame]]) -> None:
+def frames_of_chunk(events: list[Any], trace: DecodedTrace, parts: dict[str, list[pl.DataFrame]]) -> None:
     lenient = trace.lenient
     if lenient:
         events = [event if event.args is not None else _with_default_args(event) for event in events]
@@ -261,6 +272,15 @@ def _frames_of_chunk(events: list[Any], trace: DecodedTrace, parts: dict[str, li
             parts["range"].append(range_frame(columns, category))
 
 
+def top_fields(top: Any) -> dict[str, Any]:
+    """The top-level fields a run keeps, without the event list."""
+    return {
+        name: getattr(top, name)
+        for name in _Top.__struct_fields__
+        if name != "traceEvents" and getattr(top, name) is not None
+    }
+
+
 def _with_default_args(event: Any) -> Any:
     return msgspec.structs.replace(event, args=_LENIENT_DEFAULT_ARGS)
 
@@ -270,8 +290,8 @@ def decode_file(path: Path, progress: Callable[[float], None] = lambda fraction:
     data: bytes | memoryview = read_source_bytes(path)
     if data[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte order mark, which JSON parsers refuse
         data = memoryview(data)[3:]
-    with _gc_paused():
-        top = _decode_top(path, data)
+    with gc_paused():
+        top = decode_top(path, data)
         events = memoryview(top.traceEvents)
         if len(events) == 0:
             raise IngestError(path, "not a Kineto trace: the JSON object has no `traceEvents` array")
@@ -280,11 +300,7 @@ def decode_file(path: Path, progress: Callable[[float], None] = lambda fraction:
             raise IngestError(path, "not a Kineto trace: `traceEvents` is not an array")
         trace = DecodedTrace(
             path=path,
-            top={
-                name: getattr(top, name)
-                for name in _Top.__struct_fields__
-                if name != "traceEvents" and getattr(top, name) is not None
-            },
+            top=top_fields(top),
             frames={},
         )
         parts = _decode_events(events, trace, progress)
@@ -305,9 +321,9 @@ def _decode_events(
         trace.problems.clear()
         try:
             for chunk, done in chunker(events):
-                decoded = _decode_chunk(chunk, trace)
+                decoded = decode_chunk(chunk, trace)
                 trace.events += len(decoded)
-                _frames_of_chunk(decoded, trace, parts)
+                frames_of_chunk(decoded, trace, parts)
                 progress(done)
         except msgspec.DecodeError:
             continue  # a cut fell inside a string or object: cut exactly instead
