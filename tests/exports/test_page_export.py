@@ -84,3 +84,34 @@ def test_page_zip_route(demo_store: RunStore) -> None:
         assert_real_png(archive.read(name))
     assert client.get(f"/runs/{run_id}/export/bogus.zip").status_code == 404
     assert client.get(f"/runs/{run_id}/export/planner.zip").status_code == 404  # nothing to draw there
+
+
+# Trace modules of the partial plotly.js bundle served to browsers (its README).
+CARTESIAN_TRACES = {"bar", "box", "contour", "heatmap", "histogram", "histogram2d", "histogram2dcontour", "image",
+                    "pie", "scatter", "scatterternary", "violin"}
+ASSETS = Path(__file__).resolve().parents[2] / "dashboard" / "assets"
+
+
+def _bundle_version(path: Path) -> str:
+    head = path.read_text(encoding="utf-8", errors="replace")[:400]
+    return head.split(" v", 1)[1].split()[0]
+
+
+def test_browsers_get_the_cartesian_bundle_of_plotlys_own_version() -> None:
+    import plotly
+
+    bundles = sorted(ASSETS.glob("plotly-cartesian-*.min.js"))
+    assert len(bundles) == 1
+    full = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    assert _bundle_version(bundles[0]) == _bundle_version(full)
+    assert bundles[0].name == f"plotly-cartesian-{_bundle_version(full)}.min.js"
+
+
+def test_every_chart_uses_only_trace_types_of_that_bundle(demo_store: RunStore) -> None:
+    used = set()
+    for info in demo_store.list_runs():
+        run = demo_store.open(info.id)
+        for page in pages_for(run):
+            for figure in page_figures(page, run, {}).values():
+                used |= {trace.type for trace in figure.data}
+    assert used and used <= CARTESIAN_TRACES, used - CARTESIAN_TRACES
