@@ -214,6 +214,7 @@ class _Dispatch:
         self.pending = deque(range(len(tasks)))
         self.lock = threading.Lock()
         self.finished: queue.Queue[int | None] = queue.Queue()
+        self.results: dict[int, _Result] = {}
         self.done_bytes = 0
         self.total_bytes = max(1, sum(stop - start for start, stop in tasks))
 
@@ -267,14 +268,13 @@ class _Dispatch:
     def run(self, worker_processes: int) -> list[_Result] | None:
         """Every task's frames and counts in file order; None when any task failed."""
         processes = self._start(worker_processes)
-        mine: dict[int, _Result] = {}
         running = len(processes)
         try:
             with open(self.plain, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 while (index := self._take()) is not None:
                     start, stop = self.tasks[index]
                     try:
-                        mine[index] = decode_range(data, start, stop, self.chunk_bytes)
+                        self.results[index] = decode_range(data, start, stop, self.chunk_bytes)
                     except msgspec.DecodeError:
                         return None  # a wrong cut: the caller decodes in one process
                     self._done(index)
@@ -289,7 +289,7 @@ class _Dispatch:
         if any(process.returncode != 0 for process in processes):
             self._log_failures(processes)
             return None
-        return [mine[index] if index in mine else read_result(self.workdir, index) for index in range(len(self.tasks))]
+        return [self.results[index] for index in range(len(self.tasks))]
 
     def _drain(self, running: int, *, block: bool) -> int:
         """Account for tasks the workers finished; the number of workers still running."""
@@ -301,6 +301,9 @@ class _Dispatch:
             if index is None:
                 running -= 1
             else:
+                # Read a worker's result as soon as it is there, while the other processes
+                # still decode, rather than all of them after the last task.
+                self.results[index] = read_result(self.workdir, index)
                 self._done(index)
             block = False
         return running
