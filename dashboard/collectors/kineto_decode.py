@@ -22,11 +22,9 @@ event by event, skipping and counting the events that are not objects.
 
 from __future__ import annotations
 
-import gc
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +45,7 @@ from dashboard.collectors.kineto_columns import (
     group_events,
     range_frame,
 )
+from dashboard.gc_pause import gc_paused
 
 CHUNK_BYTES = 8 * 1024 * 1024
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -157,19 +156,6 @@ class DecodedTrace:
     lenient: bool = False
     ignored: int = 0  # instants, metadata and flows other than fwdbwd
     problems: Counter[str] = field(default_factory=Counter)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    # Decoding allocates millions of short-lived containers; letting the cyclic
-    # collector scan them repeatedly costs more than the decode itself.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def decode_top(path: Path, data: bytes | memoryview) -> _Top:

@@ -26,7 +26,8 @@ from typing import Any
 import msgspec
 import polars as pl
 
-from dashboard.collectors.kineto_decode import DecodedTrace, body_chunks, decode_chunk, frames_of_chunk, gc_paused
+from dashboard.collectors.kineto_decode import DecodedTrace, body_chunks, decode_chunk, frames_of_chunk
+from dashboard.gc_pause import gc_paused
 
 CUT_FAILED = 3
 KINDS = ("gpu", "api", "range", "flow")

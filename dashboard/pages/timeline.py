@@ -32,6 +32,7 @@ from dashboard.analysis.timeline import (
 )
 from dashboard.analysis.units import format_ns
 from dashboard.figures.timeline import TimeAxis, timeline_figure_dict, window_span_text
+from dashboard.gc_pause import gc_paused
 from dashboard.layouts.context import current_store
 from dashboard.layouts.kernel_views import ALL_RANKS, parse_rank, rank_control
 from dashboard.layouts.page import chart, page_header, resolve_run
@@ -62,8 +63,11 @@ def timeline_data(run: Run) -> TimelineData:
 def _cached_view(run_id: str, created: str, window: tuple[int, int], rank: int | None,
                  selected: tuple[str, ...]) -> tuple[TimelineView, dict[str, Any], float]:
     run = current_store().open(run_id)
-    view = timeline_view(timeline_data(run), window, rank, selected)
-    return view, timeline_figure_dict(view, f"Timeline of {run.id}"), TimeAxis(view).divisor
+    data = timeline_data(run)
+    with gc_paused():  # tens of thousands of short-lived objects: no collection mid-way
+        view = timeline_view(data, window, rank, selected)
+        figure = timeline_figure_dict(view, f"Timeline of {run.id}")
+    return view, figure, TimeAxis(view).divisor
 
 
 def render(run: Run, window: tuple[int, int] | None, rank: int | None,
