@@ -63,6 +63,9 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     app.layout = shell
     server = app.server
     server.config["MAX_CONTENT_LENGTH"] = settings.max_upload_mb * 1024 * 1024
+    # Asset URLs carry the file's modification time (`?m=...`), so browsers may keep them: no
+    # revalidation round trip per script on every page load.
+    server.config["SEND_FILE_MAX_AGE_DEFAULT"] = 365 * 24 * 3600
     install_security(app)  # security headers, a clear 413
     install_login(server, settings.users_file, settings.users)  # off unless users are configured
     install_run_downloads(server, store)  # /runs/<id>/source/..., /tables/<t>.csv, /trace.json

@@ -114,8 +114,27 @@ def layer_kernel_view(run: Run, rank: int | None, window: Window, layer: str,
     return kernel_analysis.kernel_summary(chosen, "name", run_launch_shapes(run)), how
 
 
+_TIMED_TABLES = ("kernels", "memcpy", "ranges", "stack")
+
+
+@lru_cache(maxsize=16)
+def run_origin_ns(run: Run) -> int:
+    """The run's first instant: the earliest start of any kernel, copy, range or stack frame.
+
+    Every page measures window times from here (the timeline's clock starts at
+    the same event), so a window reads the same on /kernels, /layers and /timeline.
+    """
+    firsts = [
+        run.scan(table).select(pl.col("start_ns").min()).collect().item()
+        for table in _TIMED_TABLES
+        if run.has(table)
+    ]
+    found = [first for first in firsts if first is not None]
+    return int(min(found)) if found else 0
+
+
 def clear_caches() -> None:
     """Forget every cached view (tests and benchmarks measure cold paths with it)."""
     for function in (prepared_kernels, run_launch_shapes, kernel_layer_codes, kernel_ranks, filtered_kernels,
-                     kernel_view, run_layer_samples, layer_view, layer_kernel_view):
+                     kernel_view, run_layer_samples, layer_view, layer_kernel_view, run_origin_ns):
         function.cache_clear()

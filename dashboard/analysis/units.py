@@ -49,3 +49,11 @@ def bytes_unit_for(max_bytes: float) -> tuple[float, str]:
         if abs(max_bytes) >= factor:
             return float(factor), unit
     return 1.0, "B"
+
+
+def window_span_text(start_ns: int, end_ns: int, origin_ns: int) -> str:
+    """`2,065.160–2,069.160 ms`: since `origin_ns`, in the window's unit, to ~4 digits of its width."""
+    divisor, unit = time_unit_for(end_ns - start_ns)
+    width = (end_ns - start_ns) / divisor
+    decimals = max(0, 3 - math.floor(math.log10(width))) if width > 0 else 0
+    return f"{(start_ns - origin_ns) / divisor:,.{decimals}f}–{(end_ns - origin_ns) / divisor:,.{decimals}f} {unit}"

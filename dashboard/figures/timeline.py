@@ -9,7 +9,6 @@ run start in a unit fitted to the window.
 from __future__ import annotations
 
 import base64
-import math
 from functools import lru_cache
 from typing import Any
 
@@ -19,7 +18,7 @@ import plotly.io as pio
 import polars as pl
 
 from dashboard.analysis.timeline import OVERLAY_GROUP, TimelineView
-from dashboard.analysis.units import bytes_unit_for, format_ns, time_unit_for
+from dashboard.analysis.units import bytes_unit_for, format_ns, window_span_text
 from dashboard.figures.theme import TEMPLATE, empty_figure
 from dashboard.figures.timeline_marks import (
     COPY_COLOURS,
@@ -93,14 +92,6 @@ def _stack_traces(view: TimelineView, stack: int, axis: TimeAxis) -> tuple[list[
                                hovertemplate="%{text}<br>depth %{customdata[0]} · %{customdata[1]:.3~s}s"
                                              "<extra></extra>"))
     return traces, deepest
-
-
-def window_span_text(start_ns: int, end_ns: int, origin_ns: int) -> str:
-    """`2,065.160–2,069.160 ms`: since `origin_ns`, in the window's unit, to ~4 digits of its width."""
-    divisor, unit = time_unit_for(end_ns - start_ns)
-    width = (end_ns - start_ns) / divisor
-    decimals = max(0, 3 - math.floor(math.log10(width))) if width > 0 else 0
-    return f"{(start_ns - origin_ns) / divisor:,.{decimals}f}–{(end_ns - origin_ns) / divisor:,.{decimals}f} {unit}"
 
 
 def _window_text(view: TimelineView) -> str:

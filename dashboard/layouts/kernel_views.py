@@ -9,7 +9,7 @@ import dash_bootstrap_components as dbc
 import polars as pl
 from dash import dcc, html
 
-from dashboard.analysis.units import format_ns, time_unit_for
+from dashboard.analysis.units import format_ns, time_unit_for, window_span_text
 
 ALL_RANKS = "all"
 WINDOW_RULES = {
@@ -41,12 +41,11 @@ def rank_control(component_id: str, ranks: tuple[int, ...], rank: int | None) ->
 
 
 def window_text(window: tuple[int, int] | None, origin_ns: int) -> str:
-    """`window: 1.2 s – 1.5 s (300 ms)`, times from the run's first kernel."""
+    """`window: 1,200.0–1,500.0 ms (300 ms)`, times from the run's first instant (as on /timeline)."""
     if window is None:
         return ""
     start, end = window
-    return (f"window: {format_ns(start - origin_ns)} – {format_ns(end - origin_ns)} "
-            f"({format_ns(end - start)})")
+    return f"window: {window_span_text(start, end, origin_ns)} ({format_ns(end - start)})"
 
 
 def window_chip(prefix: str, window: tuple[int, int] | None, origin_ns: int) -> html.Div:

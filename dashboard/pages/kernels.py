@@ -55,11 +55,6 @@ def _group(value: Any) -> str:
     return value if value in GROUP_CHOICES else "name"
 
 
-def run_origin(run: Run) -> int:
-    frame = run_views.prepared_kernels(run)
-    return int(frame.get_column("start_ns").min() or 0) if frame.height else 0
-
-
 def totals_text(view: run_views.KernelView, group: str, selected: list[str]) -> str:
     share = f" · selection: {len(selected)} kernel{'s' if len(selected) != 1 else ''}" if selected else ""
     return (f"{view.launches:,} launches · {format_ns(view.gpu_time_ns)} of kernel time · "
@@ -121,7 +116,7 @@ def layout(run: str | None = None, rank: str | None = None, sel: str | None = No
     state_rank, state_group, state_top = parse_rank(rank, ranks), _group(group), _top(top)
     state_window, selected, state_only = parse_window(window), parse_keys(sel), only == "1"
     view = render(chosen, state_rank, state_window, state_group, state_top, selected, state_only)
-    origin = run_origin(chosen)
+    origin = run_views.run_origin_ns(chosen)
     controls = html.Div([
         rank_control("kernels-rank", ranks, state_rank),
         html.Div([
@@ -242,7 +237,7 @@ def update_kernels(rank_value: Any, group_value: Any, top_value: Any, only: bool
         view["bar"], view["scatter"], view["rows"], view["columns"],
         no_update if table_selection_unchanged else view["table_selection"],
         view["totals"], selected, format_window(*window) if window else None,
-        {} if window else {"display": "none"}, window_text(window, run_origin(run)), state,
+        {} if window else {"display": "none"}, window_text(window, run_views.run_origin_ns(run)), state,
     )
 
 

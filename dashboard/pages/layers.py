@@ -51,11 +51,6 @@ def _selection(layer: Any, pass_: Any) -> tuple[str, str] | None:
     return layer, pass_ if pass_ in PASSES else "forward"
 
 
-def run_origin(run: Run) -> int:
-    occurrences = run_views.run_layer_samples(run).occurrences
-    return int(occurrences.get_column("start_ns").min() or 0) if occurrences.height else 0
-
-
 def peak_note(device: str | None, dtype: str, peak: float | None) -> str:
     if device is None:
         return "Device unknown: peak unknown, so no % of peak."
@@ -130,7 +125,7 @@ def layout(run: str | None = None, rank: str | None = None, window: str | None =
             dcc.Dropdown(id="layers-dtype", options=[{"label": DTYPE_LABELS[d], "value": d} for d in DTYPES],
                          value=state_dtype, clearable=False, searchable=False, style={"minWidth": "150px"}),
         ], className="d-flex align-items-center me-4"),
-        window_chip("layers", state_window, run_origin(chosen)),
+        window_chip("layers", state_window, run_views.run_origin_ns(chosen)),
     ], className="d-flex flex-wrap align-items-center gap-2 mb-2")
     detail = html.Div([
         html.Div([
@@ -216,7 +211,7 @@ def update_layers(rank_value: Any, dtype_value: Any, _clear_window: Any, _clear_
         view["throughput"], view["note"], view["detail_title"], view["detail_bar"],
         view["detail_rows"], view["detail_columns"], list(selected) if selected else None,
         format_window(*window) if window else None, {} if window else {"display": "none"},
-        window_text(window, run_origin(run)), state,
+        window_text(window, run_views.run_origin_ns(run)), state,
     )
 
 

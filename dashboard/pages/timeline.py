@@ -31,10 +31,10 @@ from dashboard.analysis.timeline import (
     timeline_view,
 )
 from dashboard.analysis.units import format_ns
-from dashboard.figures.timeline import TimeAxis, timeline_figure_dict, window_span_text
+from dashboard.figures.timeline import TimeAxis, timeline_figure_dict
 from dashboard.gc_pause import gc_paused
 from dashboard.layouts.context import current_store
-from dashboard.layouts.kernel_views import ALL_RANKS, parse_rank, rank_control
+from dashboard.layouts.kernel_views import ALL_RANKS, parse_rank, rank_control, window_text
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import URL_STATE, url_state_store
 from dashboard.store import Run
@@ -97,10 +97,8 @@ def status_text(view: TimelineView) -> str:
 
 
 def window_label(window: tuple[int, int] | None, origin_ns: int) -> str:
-    """`window: 2,065.160–2,069.160 ms (4 ms)`: times since run start, precise enough for narrow windows."""
-    if window is None:
-        return ""
-    return f"window: {window_span_text(*window, origin_ns)} ({format_ns(window[1] - window[0])})"
+    """The window chip's text, worded as on /kernels and /layers (`kernel_views.window_text`)."""
+    return window_text(window, origin_ns)
 
 
 def window_chip(window: tuple[int, int] | None, origin_ns: int) -> html.Div:

@@ -319,3 +319,18 @@ def test_rank_filter_keeps_only_that_ranks_lanes_and_copies() -> None:
     view = timeline_view(data, rank=1)
     assert set(view.lanes.get_column("rank").to_list()) == {1}
     assert view.copies.is_empty() and view.stacks.is_empty()
+
+
+def test_every_page_measures_windows_from_the_timelines_first_instant(tmp_path) -> None:
+    from dashboard.analysis.run_views import run_origin_ns
+    from dashboard.store import RunStore
+
+    tables = _small_run()
+    first_kernel = int(tables["kernels"].get_column("start_ns").min())
+    # A stack frame opening before anything else moves the run's first instant.
+    tables["stack"] = canonical("stack", rank=[0], thread=[11], function=["main"], depth=[0],
+                                start_ns=[first_kernel - 5_000], end_ns=[first_kernel + 10])
+    store = RunStore(tmp_path)
+    run = store.open(store.write("origin", tables))
+    timeline = prepare_timeline(run.frame("kernels"), run.frame("memcpy"), run.frame("ranges"), run.frame("stack"))
+    assert run_origin_ns(run) == timeline.start_ns == first_kernel - 5_000 < first_kernel

@@ -12,8 +12,9 @@ import pytest
 from dashboard import schema
 from dashboard.analysis.selection import kernel_key
 from dashboard.analysis.timeline import MARK_BUDGET, OVERLAY_GROUP, prepare_timeline, timeline_view
+from dashboard.analysis.units import window_span_text
 from dashboard.figures.theme import colour_for
-from dashboard.figures.timeline import timeline_figure, timeline_figure_dict, window_span_text
+from dashboard.figures.timeline import timeline_figure, timeline_figure_dict
 from dashboard.figures.timeline_marks import GREY, LEVELS, blend
 
 MAX_PAYLOAD = 2 * 1024 * 1024
