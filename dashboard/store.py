@@ -178,6 +178,11 @@ class RunStore:
         self.runs_dir = self.data_dir / "runs"
         self.staging_dir = self.data_dir / STAGING_DIR
 
+    @classmethod
+    def containing(cls, run: Run) -> RunStore:
+        """The store a run lives in (to open the runs it is compared with)."""
+        return cls(run.info.path.parent.parent)
+
     # ---- reading -------------------------------------------------------
     def run_path(self, run_id: str) -> Path:
         """The folder of a run; ids that could escape the runs folder are rejected."""

@@ -112,16 +112,36 @@ def planner_figures(run: Run, query: Query) -> dict[str, go.Figure]:
     return figures
 
 
+def compare_figures(run: Run, query: Query) -> dict[str, go.Figure]:
+    from dashboard.analysis.compare_view import choose_sides, compare_view
+    from dashboard.figures.compare import delta_figure, totals_scatter
+    from dashboard.store import RunStore
+
+    store = RunStore.containing(run)
+    sides = choose_sides(store, run, _rank(query), query.get("other"), query.get("other_rank"))
+    if sides is None:
+        return {}
+    view = compare_view(store, *sides)
+    selected = parse_keys(query.get("sel"))
+    a, b = view.a.label, view.b.label
+    figures = {
+        "compare-delta": delta_figure(view.comparison, _int(query, "top", 20), selected, a, b),
+        "compare-scatter": totals_scatter(view.comparison, selected, a, b),
+    }
+    return {name: figure for name, figure in figures.items() if figure.data}  # e.g. no kernel on both sides
+
+
 PAGES: dict[str, PageFigures] = {
     "kernels": kernels_figures,
     "layers": layers_figures,
     "timeline": timeline_figures,
     "memory": memory_figures,
     "planner": planner_figures,
+    "compare": compare_figures,
 }
 # Which evidence a page needs before it has charts to export.
 PAGE_EVIDENCE = {"kernels": "kernels", "layers": "layers", "timeline": "kernels", "memory": "memory",
-                 "planner": "planner"}
+                 "planner": "planner", "compare": "kernels"}
 
 
 def pages_for(run: Run) -> list[str]:

@@ -18,6 +18,7 @@ PAGES = {
     "/timeline": "#timeline-page",
     "/memory": "#memory-page",
     "/planner": "#planner-page",
+    "/compare": "#compare-page",
 }
 
 

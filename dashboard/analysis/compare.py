@@ -1,0 +1,111 @@
+"""Kernel time of two runs, or two ranks of one run, side by side.
+
+The baseline (A) and the compared side (B) are each summarised per kernel
+name (`kernels.kernel_summary`); the comparison is a full outer join of the
+two on the name, so kernels that exist on one side only are kept and said
+to be so. Deltas are B - A: positive means B spends more time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+ONLY_A, ONLY_B, BOTH = "only in A", "only in B", "both"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a run and a rank (None = all ranks)."""
+
+    run_id: str
+    rank: int | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.run_id} · {'all ranks' if self.rank is None else f'rank {self.rank}'}"
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Whole-side figures: kernel time, launches and how many kernels each side has."""
+
+    total_a_ns: int
+    total_b_ns: int
+    launches_a: int
+    launches_b: int
+    both: int
+    only_a: int
+    only_b: int
+
+    @property
+    def change(self) -> float | None:
+        """(B - A) / A of total kernel time; None when A has none."""
+        return (self.total_b_ns - self.total_a_ns) / self.total_a_ns if self.total_a_ns else None
+
+
+def kernel_comparison(baseline: pl.DataFrame, other: pl.DataFrame) -> pl.DataFrame:
+    """One row per kernel name on either side, largest |B - A| first.
+
+    `baseline` and `other` are `kernel_summary` frames grouped by name.
+    Columns: group, key, label, count_a, count_b, total_a_ns, total_b_ns,
+    mean_a_ns, mean_b_ns, delta_ns (B - A, a missing side counting 0), ratio
+    (B / A, null where A has none), presence (both / only in A / only in B).
+    """
+    def side(frame: pl.DataFrame, suffix: str) -> pl.DataFrame:
+        return frame.select("group", "key", "label", pl.col("count").cast(pl.Int64).alias(f"count_{suffix}"),
+                            pl.col("total_ns").cast(pl.Int64).alias(f"total_{suffix}_ns"),
+                            pl.col("mean_ns").cast(pl.Float64).alias(f"mean_{suffix}_ns"))
+
+    joined = side(baseline, "a").join(side(other, "b"), on="group", how="full", coalesce=True)
+    total_a, total_b = pl.col("total_a_ns"), pl.col("total_b_ns")
+    delta = total_b.fill_null(0) - total_a.fill_null(0)
+    return joined.with_columns(
+        pl.coalesce("key", "key_right").alias("key"),
+        pl.coalesce("label", "label_right").alias("label"),
+        delta.alias("delta_ns"),
+        pl.when(total_a > 0).then(total_b.fill_null(0) / total_a).alias("ratio"),
+        pl.when(total_a.is_null()).then(pl.lit(ONLY_B))
+        .when(total_b.is_null()).then(pl.lit(ONLY_A))
+        .otherwise(pl.lit(BOTH)).alias("presence"),
+    ).sort([delta.abs(), "group"], descending=[True, False]).select(
+        "group", "key", "label", "count_a", "count_b", "total_a_ns", "total_b_ns", "mean_a_ns", "mean_b_ns",
+        "delta_ns", "ratio", "presence",
+    )
+
+
+def comparison_totals(comparison: pl.DataFrame) -> Totals:
+    """Side totals of a `kernel_comparison`."""
+    presence = comparison.get_column("presence")
+
+    def total(column: str) -> int:
+        return int(comparison.get_column(column).sum() or 0)
+
+    return Totals(
+        total_a_ns=total("total_a_ns"), total_b_ns=total("total_b_ns"),
+        launches_a=total("count_a"), launches_b=total("count_b"),
+        both=int((presence == BOTH).sum()), only_a=int((presence == ONLY_A).sum()),
+        only_b=int((presence == ONLY_B).sum()),
+    )
+
+
+def default_sides(baseline: Side, ranks: Sequence[int],
+                  runs_with_kernels: Sequence[str]) -> tuple[Side, Side] | None:
+    """(A, B) when the URL names no B.
+
+    Two ranks of the same run when it has several (rank to rank is the
+    commonest question on a multi-GPU job: which rank is the straggler); A
+    showing all ranks then becomes its first rank, so like is compared with
+    like. Else the newest other run with kernels; None when there is nothing else.
+    """
+    ordered = sorted(ranks)
+    if len(ordered) >= 2:
+        a = baseline if baseline.rank in ordered else Side(baseline.run_id, ordered[0])
+        others = [rank for rank in ordered if rank != a.rank]
+        return a, Side(baseline.run_id, others[0])
+    for run_id in runs_with_kernels:
+        if run_id != baseline.run_id:
+            return baseline, Side(run_id, None)
+    return None

@@ -1,0 +1,99 @@
+"""Comparison charts: where kernel time moved between two runs or ranks.
+
+Like the kernel charts, every point carries its kernel key as `customdata`,
+so a click selects the same kernel here, on /kernels and on /timeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+import plotly.graph_objects as go
+import polars as pl
+
+from dashboard.analysis.compare import BOTH, ONLY_A, ONLY_B
+from dashboard.analysis.units import format_ns, time_unit_for
+from dashboard.figures.kernels import colour_for, fast_figure, figure_height, selected_points, wrap_name
+from dashboard.figures.theme import empty_figure
+
+SLOWER, FASTER = "#c92a2a", "#2b8a3e"  # B spends more / less time than A
+
+
+def _ratio_text(ratio: float | None, presence: str) -> str:
+    if presence == ONLY_B:
+        return "new in B"
+    if presence == ONLY_A:
+        return "gone in B"
+    return f"×{ratio:.2f}" if ratio is not None else ""
+
+
+def _hover(rows: pl.DataFrame, a: str, b: str) -> list[str]:
+    hovers = []
+    for group, total_a, total_b, count_a, count_b, delta, ratio, presence in rows.select(
+        "group", "total_a_ns", "total_b_ns", "count_a", "count_b", "delta_ns", "ratio", "presence"
+    ).rows():
+        sign = "+" if delta >= 0 else "−"
+        side_a = f"{format_ns(total_a)} in {count_a:,} launches" if presence != ONLY_B else "absent"
+        side_b = f"{format_ns(total_b)} in {count_b:,} launches" if presence != ONLY_A else "absent"
+        hovers.append(f"<b>{wrap_name(group)}</b><br>A ({a}): {side_a}<br>B ({b}): {side_b}<br>"
+                      f"B − A: {sign}{format_ns(abs(delta))} {_ratio_text(ratio, presence)}")
+    return hovers
+
+
+def delta_figure(comparison: pl.DataFrame, top_n: int, selected: Collection[str], a: str, b: str) -> go.Figure:
+    """Horizontal bars of B − A total time for the `top_n` kernels that moved most."""
+    moved = comparison.filter(pl.col("delta_ns") != 0).head(top_n)
+    if moved.height == 0:
+        return empty_figure("No kernel's total time differs between A and B")
+    factor, unit = time_unit_for(int(moved.get_column("delta_ns").abs().max()))
+    deltas = moved.get_column("delta_ns").to_list()
+    keys, labels = moved.get_column("key").to_list(), moved.get_column("label").to_list()
+    bars: dict[str, Any] = {
+        "type": "bar", "orientation": "h", "showlegend": False, "name": "B − A",
+        "x": [d / factor for d in deltas], "y": labels,
+        "marker": {"color": [SLOWER if d > 0 else FASTER for d in deltas]},
+        "text": [_ratio_text(r, p) for r, p in moved.select("ratio", "presence").rows()],
+        "textposition": "outside", "cliponaxis": False,
+        "customdata": keys, "hovertext": _hover(moved, a, b), "hovertemplate": "%{hovertext}<extra></extra>",
+        "selectedpoints": selected_points(keys, selected), "unselected": {"marker": {"opacity": 0.3}},
+    }
+    return fast_figure([bars], {
+        "title": {"text": f"Top {moved.height} kernels by change in total time (B − A)<br>"
+                          f"<sup><span style='color:{SLOWER}'>■</span> more time in B · "
+                          f"<span style='color:{FASTER}'>■</span> less time in B · label: B / A</sup>"},
+        "height": figure_height(moved.height), "margin": {"l": 10, "r": 70, "t": 70, "b": 48},
+        "clickmode": "event", "dragmode": False, "bargap": 0.25,
+        "xaxis": {"title": {"text": f"B − A total time ({unit})"}, "zeroline": True, "zerolinewidth": 2},
+        "yaxis": {"autorange": "reversed", "automargin": True, "categoryorder": "array", "categoryarray": labels},
+    })
+
+
+def totals_scatter(comparison: pl.DataFrame, selected: Collection[str], a: str, b: str) -> go.Figure:
+    """Total time in A against B per kernel found on both sides (log-log), with the line B = A."""
+    both = comparison.filter(pl.col("presence") == BOTH)
+    if both.height == 0:
+        return empty_figure("No kernel runs on both sides")
+    largest = max(int(both.get_column("total_a_ns").max()), int(both.get_column("total_b_ns").max()))
+    smallest = max(1, min(int(both.get_column("total_a_ns").min()), int(both.get_column("total_b_ns").min())))
+    factor, unit = time_unit_for(largest)
+    keys = both.get_column("key").to_list()
+    points = {
+        "type": "scatter", "mode": "markers", "name": "kernels", "showlegend": False,
+        "x": [v / factor for v in both.get_column("total_a_ns").to_list()],
+        "y": [v / factor for v in both.get_column("total_b_ns").to_list()],
+        "marker": {"size": 11, "color": [colour_for(g) for g in both.get_column("group").to_list()],
+                   "line": {"width": 0.5, "color": "white"}},
+        "customdata": keys, "hovertext": _hover(both, a, b), "hovertemplate": "%{hovertext}<extra></extra>",
+        "selectedpoints": selected_points(keys, selected),
+        "selected": {"marker": {"opacity": 1.0}}, "unselected": {"marker": {"opacity": 0.15}},
+    }
+    span = [smallest / factor / 1.5, largest / factor * 1.5]
+    diagonal = {"type": "scatter", "mode": "lines", "x": span, "y": span, "name": "B = A", "showlegend": False,
+                "line": {"color": "#868e96", "dash": "dash", "width": 1}, "hoverinfo": "skip"}
+    return fast_figure([diagonal, points], {
+        "title": {"text": "Total time per kernel, A against B<br><sup>above the dashed line: more time in B</sup>"},
+        "height": 440, "dragmode": "select", "clickmode": "event+select",
+        "xaxis": {"type": "log", "title": {"text": f"A: {a} ({unit})"}},
+        "yaxis": {"type": "log", "title": {"text": f"B: {b} ({unit})"}},
+    })

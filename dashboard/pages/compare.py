@@ -1,0 +1,219 @@
+"""`/compare`: where kernel time moved between two runs, or two ranks of one run.
+
+URL state: run + rank (A, the baseline, as on every page), other + other_rank
+(B; by default another rank of A's run, else the newest other run), sel
+(kernel keys, shared with /kernels and /timeline), top (bars shown).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash
+import dash_bootstrap_components as dbc
+from dash import Input, Output, State, callback, ctx, dcc, html
+from dash.exceptions import PreventUpdate
+
+from dashboard.analysis import run_views
+from dashboard.analysis.compare_view import CompareView, choose_sides, compare_view
+from dashboard.analysis.selection import format_keys, parse_keys
+from dashboard.analysis.units import format_ns, time_unit_for
+from dashboard.figures.compare import delta_figure, totals_scatter
+from dashboard.figures.kernels import keys_from_event
+from dashboard.layouts.context import current_store
+from dashboard.layouts.kernel_views import ALL_RANKS, kernel_table, parse_rank, rank_control
+from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.shell import url_state_store
+
+dash.register_page(__name__, path="/compare", name="Compare", order=6, title="Compare · dashboard")
+
+PATH = "/compare"
+EVIDENCE = "kernels"
+TOP_CHOICES = (10, 20, 30, 50)
+DEFAULT_TOP = 20
+_NUMBER = {"type": "numericColumn", "filter": "agNumberColumnFilter", "minWidth": 120,
+           "valueFormatter": {"function": "params.value == null ? '–' : d3.format(',.4~r')(params.value)"}}
+
+
+def _top(value: Any) -> int:
+    try:
+        return int(value) if int(value) in TOP_CHOICES else DEFAULT_TOP
+    except (TypeError, ValueError):
+        return DEFAULT_TOP
+
+
+def summary_text(view: CompareView) -> str:
+    totals = view.totals
+    change = totals.change
+    moved = f" ({change:+.1%})" if change is not None else ""
+    return (f"Kernel time A: {format_ns(totals.total_a_ns)} in {totals.launches_a:,} launches · "
+            f"B: {format_ns(totals.total_b_ns)} in {totals.launches_b:,} launches{moved} · "
+            f"{totals.both} kernels on both sides, {totals.only_a} only in A, {totals.only_b} only in B")
+
+
+def table_rows(view: CompareView) -> tuple[list[dict], str]:
+    """Rows in one time unit (named in the headers) and that unit."""
+    frame = view.comparison
+    largest = max(int(frame.get_column(c).abs().max() or 0) for c in ("total_a_ns", "total_b_ns", "delta_ns"))
+    factor, unit = time_unit_for(largest)
+    rows = frame.select(
+        "key", "group", "label", "count_a", "count_b", "presence",
+        *[(frame.get_column(c) / factor).round(4).alias(c.removesuffix("_ns")) for c in
+          ("total_a_ns", "total_b_ns", "delta_ns")],
+        (frame.get_column("ratio")).round(3).alias("ratio"),
+    ).to_dicts()
+    return rows, unit
+
+
+def column_defs(unit: str) -> list[dict]:
+    return [
+        {"field": "label", "headerName": "Kernel", "tooltipField": "group", "pinned": "left", "minWidth": 300,
+         "filter": "agTextColumnFilter"},
+        {"field": "delta", "headerName": f"B − A ({unit})", **_NUMBER},
+        {"field": "ratio", "headerName": "B / A", **_NUMBER},
+        {"field": "total_a", "headerName": f"A total ({unit})", **_NUMBER},
+        {"field": "total_b", "headerName": f"B total ({unit})", **_NUMBER},
+        {"field": "count_a", "headerName": "A launches", **_NUMBER},
+        {"field": "count_b", "headerName": "B launches", **_NUMBER},
+        {"field": "presence", "headerName": "found", "filter": "agTextColumnFilter"},
+        {"field": "group", "headerName": "full name", "hide": True},
+    ]
+
+
+def _other_options() -> list[dict[str, str]]:
+    return [{"label": info.id, "value": info.id} for info in current_store().list_runs()
+            if "kernels" in info.evidence]
+
+
+def _other_rank_options(run_id: str) -> list[dict[str, str]]:
+    ranks = run_views.kernel_ranks(current_store().open(run_id))
+    return [{"label": "all ranks", "value": ALL_RANKS}] + [{"label": f"rank {r}", "value": str(r)} for r in ranks]
+
+
+def _state(view: CompareView, top: int, selected: list[str]) -> dict[str, Any]:
+    # "" = absent from the URL (all ranks, the default), as on /kernels.
+    return {"rank": "" if view.a.rank is None else view.a.rank, "other": view.b.run_id,
+            "other_rank": "" if view.b.rank is None else view.b.rank,
+            "top": "" if top == DEFAULT_TOP else top, "sel": format_keys(selected)}
+
+
+def render(view: CompareView, top: int, selected: list[str]) -> dict[str, Any]:
+    rows, unit = table_rows(view)
+    a, b = view.a.label, view.b.label
+    return {"delta": delta_figure(view.comparison, top, selected, a, b),
+            "scatter": totals_scatter(view.comparison, selected, a, b),
+            "rows": rows, "columns": column_defs(unit), "summary": summary_text(view),
+            "sides": f"A = {a}   ·   B = {b}"}
+
+
+def layout(run: str | None = None, rank: str | None = None, other: str | None = None,
+           other_rank: str | None = None, sel: str | None = None, top: str | None = None,
+           **_query: Any) -> html.Div:
+    chosen, notice = resolve_run(run, EVIDENCE, PATH)
+    header = page_header("Compare", chosen, "Where kernel time moved between two runs, or two ranks of one run")
+    if chosen is None:
+        return html.Div([header, notice], id="compare-page")
+    store = current_store()
+    ranks = run_views.kernel_ranks(chosen)
+    sides = choose_sides(store, chosen, parse_rank(rank, ranks), other, other_rank)
+    if sides is None:
+        return html.Div([header, dbc.Alert(
+            "Nothing to compare with: this run has one rank and no other run has kernels. Ingest a second run "
+            "(or a multi-rank trace) on the Runs page.", color="info", className="missing-evidence")],
+            id="compare-page")
+    state_top, selected = _top(top), parse_keys(sel)
+    view = compare_view(store, *sides)
+    a, b = sides
+    shown = render(view, state_top, selected)
+    controls = html.Div([
+        html.Span("A (baseline)", className="fw-semibold me-2"),
+        rank_control("compare-rank", ranks, a.rank),
+        html.Span("B", className="fw-semibold me-2"),
+        dcc.Dropdown(id="compare-other", options=_other_options(), value=b.run_id, clearable=False,
+                     style={"minWidth": "320px"}, className="me-2"),
+        dcc.Dropdown(id="compare-other-rank", options=_other_rank_options(b.run_id),
+                     value=ALL_RANKS if b.rank is None else str(b.rank), clearable=False, searchable=False,
+                     style={"minWidth": "130px"}, className="me-4"),
+        dcc.Dropdown(id="compare-top", options=[{"label": f"top {n}", "value": n} for n in TOP_CHOICES],
+                     value=state_top, clearable=False, searchable=False, style={"minWidth": "110px"},
+                     className="me-3"),
+        dbc.Button("clear selection", id="compare-clear-selection", size="sm", color="secondary", outline=True),
+    ], className="d-flex flex-wrap align-items-center gap-1 mb-2")
+    return html.Div([
+        header,
+        dcc.Store(id="compare-run", data=chosen.id),
+        dcc.Store(id="compare-sel", data=selected),
+        url_state_store("compare", _state(view, state_top, selected)),
+        controls,
+        html.Div(shown["sides"], id="compare-sides", className="small mb-1"),
+        html.Div(shown["summary"], id="compare-summary", className="small text-muted mb-2"),
+        dbc.Row([
+            dbc.Col(html.Div(chart("compare-delta", shown["delta"], f"{chosen.id}-compare-delta"),
+                             className="chart-card"), lg=7),
+            dbc.Col(html.Div(chart("compare-scatter", shown["scatter"], f"{chosen.id}-compare-scatter"),
+                             className="chart-card"), lg=5),
+        ], className="g-3"),
+        html.Div([
+            html.Div([html.H6("Every kernel, largest change first", className="mb-0 me-3"),
+                      dbc.Button("Download CSV", id="compare-csv", size="sm", color="primary", outline=True)],
+                     className="d-flex align-items-center mb-2"),
+            kernel_table("compare-table", shown["rows"], shown["columns"], f"{chosen.id}-compare",
+                         selectable=False),
+        ], className="chart-card"),
+    ], id="compare-page")
+
+
+@callback(
+    Output("compare-delta", "figure"),
+    Output("compare-scatter", "figure"),
+    Output("compare-table", "rowData"),
+    Output("compare-table", "columnDefs"),
+    Output("compare-summary", "children"),
+    Output("compare-sides", "children"),
+    Output("compare-other-rank", "options"),
+    Output("compare-other-rank", "value"),
+    Output("compare-sel", "data"),
+    Output({"type": "url-state", "page": "compare"}, "data"),
+    Input("compare-rank", "value"),
+    Input("compare-other", "value"),
+    Input("compare-other-rank", "value"),
+    Input("compare-top", "value"),
+    Input("compare-delta", "clickData"),
+    Input("compare-scatter", "selectedData"),
+    Input("compare-clear-selection", "n_clicks"),
+    State("compare-sel", "data"),
+    State("compare-run", "data"),
+    prevent_initial_call=True,
+)
+def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any, bar_click: dict | None,
+                   scatter_selection: dict | None, _clear: Any, selected: list[str] | None,
+                   run_id: str) -> tuple[Any, ...]:
+    store = current_store()
+    run = store.open(run_id)
+    a_rank = parse_rank(rank_value, run_views.kernel_ranks(run))
+    trigger = ctx.triggered_id
+    # A new B run starts at all of its ranks; a rank of the old run may not exist there.
+    sides = choose_sides(store, run, a_rank, other, None if trigger == "compare-other" else other_rank)
+    if sides is None:
+        raise PreventUpdate
+    selected = list(selected or [])
+    if trigger == "compare-clear-selection":
+        selected = []
+    elif trigger == "compare-delta":
+        clicked = keys_from_event(bar_click)
+        selected = [k for k in selected if k not in clicked] if clicked and all(k in selected for k in clicked) \
+            else selected + [k for k in clicked if k not in selected]
+    elif trigger == "compare-scatter":
+        selected = keys_from_event(scatter_selection)
+    top = _top(top_value)
+    view = compare_view(store, *sides)
+    shown = render(view, top, selected)
+    b = view.b
+    return (shown["delta"], shown["scatter"], shown["rows"], shown["columns"], shown["summary"], shown["sides"],
+            _other_rank_options(b.run_id), ALL_RANKS if b.rank is None else str(b.rank), selected,
+            _state(view, top, selected))
+
+
+@callback(Output("compare-table", "exportDataAsCsv"), Input("compare-csv", "n_clicks"), prevent_initial_call=True)
+def export_compare_csv(_clicks: Any) -> bool:
+    return True

@@ -1,0 +1,63 @@
+"""/compare in a real browser: default rank-to-rank, bar click selection, another run as B, URL state."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from dashboard.store import RunStore
+from tests.support.kernel_tables import kernel_tables
+
+DELTA_BARS = "#compare-delta g.trace.bars g.point"
+
+
+@pytest.fixture(scope="module")
+def runs(server) -> tuple[str, str]:
+    store = RunStore(server.data_dir)
+    first = store.write("compare-a", kernel_tables(seed=1))
+    second = store.write("compare-b", kernel_tables(kernels_per_stream=80, seed=2))
+    return first, second
+
+
+def query(page: Page) -> dict[str, str]:
+    return {key: values[-1] for key, values in parse_qs(urlparse(page.url).query).items()}
+
+
+def test_ranks_of_one_run_by_default_then_a_bar_selects_a_kernel(page: Page, server, runs, console_errors) -> None:
+    first, _ = runs
+    page.goto(f"{server.url}/compare?run={first}")
+    expect(page.locator(DELTA_BARS).first).to_be_visible(timeout=20_000)
+    expect(page.locator("#compare-sides")).to_have_text(f"A = {first} · rank 0   ·   B = {first} · rank 1")
+    expect(page.locator("#compare-summary")).to_contain_text("Kernel time A:")
+    expect(page).to_have_url(re.compile(rf"other={first}&other_rank=1"))
+    expect(page.locator("#compare-table .ag-center-cols-container .ag-row").first).to_be_visible()
+    key = page.evaluate("() => document.querySelector('#compare-delta .js-plotly-plot').data[0].customdata[0]")
+    box = page.locator(DELTA_BARS).first.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(page).to_have_url(re.compile(rf"sel={key}(&|$)"))
+    page.wait_for_function("""() => {
+        const points = document.querySelector('#compare-delta .js-plotly-plot').data[0].selectedpoints;
+        return points != null && points.length === 1 && points[0] === 0; }""", timeout=10_000)
+    # The selection is the one every page uses: the navbar carries it to the timeline.
+    expect(page.locator("a.nav-link", has_text="Timeline")).to_have_attribute("href", re.compile(rf"sel={key}"))
+    assert console_errors == []
+
+
+def test_another_run_as_b_and_the_url_restores_it(page: Page, server, runs, console_errors) -> None:
+    first, second = runs
+    page.goto(f"{server.url}/compare?run={first}&rank=1")
+    expect(page.locator(DELTA_BARS).first).to_be_visible(timeout=20_000)
+    page.locator("#compare-other").click()
+    page.get_by_role("option", name=second).click()
+    expect(page.locator("#compare-sides")).to_have_text(f"A = {first} · rank 1   ·   B = {second} · all ranks")
+    expect(page).to_have_url(re.compile(rf"other={second}(&|$)"))
+    assert "other_rank" not in query(page)
+    # A link with that state opens the same comparison.
+    page.goto(f"{server.url}/compare?run={first}&rank=1&other={second}&other_rank=0")
+    expect(page.locator("#compare-sides")).to_have_text(f"A = {first} · rank 1   ·   B = {second} · rank 0",
+                                                        timeout=20_000)
+    assert console_errors == []
