@@ -1,0 +1,61 @@
+"""Ingest jobs: progress on disk, failures named, and a job whose process died reported as failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from dashboard.jobs import IngestJobs
+from dashboard.store import RunStore
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def _running_job(jobs: IngestJobs, pid: int, host: str) -> tuple[str, Path]:
+    upload = jobs.new_upload_folder()
+    (upload / "trace.json").write_text("{}")
+    job_id = "ab" * 16
+    jobs.jobs_dir.mkdir(parents=True, exist_ok=True)
+    (jobs.jobs_dir / f"{job_id}.json").write_text(json.dumps(
+        {"state": "running", "fraction": 0.4, "message": "decoding", "files": ["trace.json"],
+         "upload": str(upload), "pid": pid, "host": host}))
+    return job_id, upload
+
+
+def test_a_job_whose_process_died_is_failed_and_its_upload_kept(tmp_path: Path) -> None:
+    jobs = IngestJobs(RunStore(tmp_path))
+    job_id, upload = _running_job(jobs, _dead_pid(), socket.gethostname())
+    status = jobs.status(job_id)
+    assert status["state"] == "error"
+    assert "trace.json" in status["error"] and "stopped before it finished" in status["error"]
+    kept = Path(status["kept_at"])
+    assert (kept / "trace.json").read_text() == "{}" and not upload.exists()
+    assert jobs.status(job_id) == status  # written back: every worker now sees the same
+
+
+def test_a_live_or_remote_job_stays_running(tmp_path: Path) -> None:
+    jobs = IngestJobs(RunStore(tmp_path))
+    job_id, upload = _running_job(jobs, os.getpid(), socket.gethostname())
+    assert jobs.status(job_id)["state"] == "running"
+    other_id, _ = _running_job(jobs, _dead_pid(), "another-host")
+    assert jobs.status(other_id)["state"] == "running"  # another host's processes cannot be checked
+    assert upload.exists()
+
+
+def test_a_running_status_names_its_process(tmp_path: Path) -> None:
+    jobs = IngestJobs(RunStore(tmp_path))
+    upload = jobs.new_upload_folder()
+    (upload / "bad.json").write_text("not json at all")
+    job_id = jobs.run_sync(upload)
+    status = jobs.status(job_id)
+    assert status["state"] == "error" and "bad.json" in status["error"]
+    started = jobs._running(upload, ["bad.json"], 0.0, "queued")
+    assert (started["pid"], started["host"], started["upload"]) == (os.getpid(), socket.gethostname(), str(upload))
