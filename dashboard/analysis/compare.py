@@ -76,6 +76,37 @@ def kernel_comparison(baseline: pl.DataFrame, other: pl.DataFrame) -> pl.DataFra
     )
 
 
+def layer_comparison(baseline: pl.DataFrame, other: pl.DataFrame) -> pl.DataFrame:
+    """One row per (layer, pass) on either side, in A's model order (B's own layers after).
+
+    `baseline` and `other` are `layers.layer_stats` frames. Columns: layer,
+    pass, count_a, count_b, median_a_ns, median_b_ns, delta_ns (median B -
+    median A, null unless both sides have the layer), ratio, presence.
+    """
+    def side(frame: pl.DataFrame, suffix: str) -> pl.DataFrame:
+        if frame.height == 0:
+            return pl.DataFrame(schema={"layer": pl.String, "pass": pl.String, f"order_{suffix}": pl.Int64,
+                                        f"count_{suffix}": pl.Int64, f"median_{suffix}_ns": pl.Float64})
+        return frame.select("layer", "pass", pl.col("order").cast(pl.Int64).alias(f"order_{suffix}"),
+                            pl.col("count").cast(pl.Int64).alias(f"count_{suffix}"),
+                            pl.col("time_median").cast(pl.Float64).alias(f"median_{suffix}_ns"))
+
+    joined = side(baseline, "a").join(side(other, "b"), on=["layer", "pass"], how="full", coalesce=True)
+    median_a, median_b = pl.col("median_a_ns"), pl.col("median_b_ns")
+    after_a = pl.col("order_a").max() + 1
+    return joined.with_columns(
+        (median_b - median_a).alias("delta_ns"),
+        pl.when(median_a > 0).then(median_b / median_a).alias("ratio"),
+        pl.when(median_a.is_null()).then(pl.lit(ONLY_B))
+        .when(median_b.is_null()).then(pl.lit(ONLY_A))
+        .otherwise(pl.lit(BOTH)).alias("presence"),
+        pl.coalesce("order_a", after_a.fill_null(0) + pl.col("order_b")).alias("_order"),
+        pl.col("pass").replace_strict({"forward": 0, "backward": 1}, default=2, return_dtype=pl.Int8).alias("_pass"),
+    ).sort("_order", "_pass", "layer").select(
+        "layer", "pass", "count_a", "count_b", "median_a_ns", "median_b_ns", "delta_ns", "ratio", "presence",
+    )
+
+
 def comparison_totals(comparison: pl.DataFrame) -> Totals:
     """Side totals of a `kernel_comparison`."""
     presence = comparison.get_column("presence")

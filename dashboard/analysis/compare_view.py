@@ -7,7 +7,14 @@ from dataclasses import dataclass
 import polars as pl
 
 from dashboard.analysis import run_views
-from dashboard.analysis.compare import Side, Totals, comparison_totals, default_sides, kernel_comparison
+from dashboard.analysis.compare import (
+    Side,
+    Totals,
+    comparison_totals,
+    default_sides,
+    kernel_comparison,
+    layer_comparison,
+)
 from dashboard.store import Run, RunNotFound, RunStore
 
 
@@ -17,6 +24,7 @@ class CompareView:
     b: Side
     comparison: pl.DataFrame  # kernel_comparison
     totals: Totals
+    layers: pl.DataFrame  # layer_comparison
 
 
 def _rank(value: object, ranks: tuple[int, ...]) -> int | None:
@@ -49,4 +57,6 @@ def compare_view(store: RunStore, a: Side, b: Side) -> CompareView:
     baseline = run_views.kernel_view(a_run, a.rank, None, "name").summary
     compared = run_views.kernel_view(b_run, b.rank, None, "name").summary
     comparison = kernel_comparison(baseline, compared)
-    return CompareView(a=a, b=b, comparison=comparison, totals=comparison_totals(comparison))
+    layers = layer_comparison(run_views.layer_view(a_run, a.rank, None).stats,
+                              run_views.layer_view(b_run, b.rank, None).stats)
+    return CompareView(a=a, b=b, comparison=comparison, totals=comparison_totals(comparison), layers=layers)

@@ -34,6 +34,10 @@ def _int(query: Query, key: str, default: int) -> int:
         return default
 
 
+def _layer(query: Query) -> tuple[str, str] | None:
+    return (query["layer"], query.get("pass") or "forward") if query.get("layer") else None
+
+
 def kernels_figures(run: Run, query: Query) -> dict[str, go.Figure]:
     from dashboard.analysis import kernels as kernel_analysis
     from dashboard.analysis import run_views
@@ -58,7 +62,7 @@ def layers_figures(run: Run, query: Query) -> dict[str, go.Figure]:
     from dashboard.figures.layers import layer_box_figure
 
     view = run_views.layer_view(run, _rank(query), parse_window(query.get("window")))
-    selected = (query["layer"], query.get("pass") or "forward") if query.get("layer") else None
+    selected = _layer(query)
     dtype = query.get("dtype") if query.get("dtype") in DTYPES else "bf16"
     device = device_name(run.info.metadata)
     peak = peak_flops(device, dtype)
@@ -114,7 +118,7 @@ def planner_figures(run: Run, query: Query) -> dict[str, go.Figure]:
 
 def compare_figures(run: Run, query: Query) -> dict[str, go.Figure]:
     from dashboard.analysis.compare_view import choose_sides, compare_view
-    from dashboard.figures.compare import delta_figure, totals_scatter
+    from dashboard.figures.compare import delta_figure, layer_delta_figure, totals_scatter
     from dashboard.store import RunStore
 
     store = RunStore.containing(run)
@@ -127,6 +131,7 @@ def compare_figures(run: Run, query: Query) -> dict[str, go.Figure]:
     figures = {
         "compare-delta": delta_figure(view.comparison, _int(query, "top", 20), selected, a, b),
         "compare-scatter": totals_scatter(view.comparison, selected, a, b),
+        "compare-layers": layer_delta_figure(view.layers, _layer(query), a, b),
     }
     return {name: figure for name, figure in figures.items() if figure.data}  # e.g. no kernel on both sides
 

@@ -97,3 +97,53 @@ def totals_scatter(comparison: pl.DataFrame, selected: Collection[str], a: str, 
         "xaxis": {"type": "log", "title": {"text": f"A: {a} ({unit})"}},
         "yaxis": {"type": "log", "title": {"text": f"B: {b} ({unit})"}},
     })
+
+
+def _layer_hover(rows: pl.DataFrame, a: str, b: str) -> list[str]:
+    hovers = []
+    for layer, pass_, median_a, median_b, count_a, count_b, ratio, presence in rows.select(
+        "layer", "pass", "median_a_ns", "median_b_ns", "count_a", "count_b", "ratio", "presence"
+    ).rows():
+        side_a = f"median {format_ns(median_a)} over {count_a:,} runs" if presence != ONLY_B else "absent"
+        side_b = f"median {format_ns(median_b)} over {count_b:,} runs" if presence != ONLY_A else "absent"
+        hovers.append(f"<b>{layer}</b> · {pass_}<br>A ({a}): {side_a}<br>B ({b}): {side_b}<br>"
+                      f"{_ratio_text(ratio, presence)}")
+    return hovers
+
+
+def layer_delta_figure(layers: pl.DataFrame, selected: tuple[str, str] | None, a: str, b: str) -> go.Figure:
+    """Per (layer, pass), in model order: change of the median runtime, B − A."""
+    if layers.height == 0:
+        return empty_figure("Neither side has layers (no module ranges or layer attribution)")
+    deltas = [d if d is not None else 0.0 for d in layers.get_column("delta_ns").to_list()]
+    factor, unit = time_unit_for(max((abs(d) for d in deltas), default=0.0))
+    labels = [f"{layer} · {pass_}" for layer, pass_ in layers.select("layer", "pass").rows()]
+    pairs = layers.select("layer", "pass").rows()
+    chosen = [i for i, pair in enumerate(pairs) if selected is not None and pair == tuple(selected)]
+    bars: dict[str, Any] = {
+        "type": "bar", "orientation": "h", "showlegend": False, "name": "median B − A",
+        "x": [d / factor for d in deltas], "y": labels,
+        "marker": {"color": [SLOWER if d > 0 else FASTER for d in deltas]},
+        "text": [_ratio_text(r, p) for r, p in layers.select("ratio", "presence").rows()],
+        "textposition": "outside", "cliponaxis": False,
+        "customdata": [list(pair) for pair in pairs], "hovertext": _layer_hover(layers, a, b),
+        "hovertemplate": "%{hovertext}<extra></extra>",
+        "selectedpoints": chosen if selected is not None else None, "unselected": {"marker": {"opacity": 0.3}},
+    }
+    return fast_figure([bars], {
+        "title": {"text": "Median runtime per layer and pass, B − A (model order)<br>"
+                          "<sup>label: B / A · a layer found on one side only has no bar</sup>"},
+        "height": figure_height(len(labels)), "margin": {"l": 10, "r": 70, "t": 70, "b": 48},
+        "clickmode": "event", "dragmode": False, "bargap": 0.25,
+        "xaxis": {"title": {"text": f"median B − A ({unit})"}, "zeroline": True, "zerolinewidth": 2},
+        "yaxis": {"autorange": "reversed", "automargin": True, "categoryorder": "array", "categoryarray": labels},
+    })
+
+
+def layer_from_click(event: dict | None) -> tuple[str, str] | None:
+    """(layer, pass) of a clicked layer bar."""
+    points = (event or {}).get("points") or []
+    data = points[0].get("customdata") if points else None
+    if isinstance(data, list) and len(data) == 2 and all(isinstance(v, str) for v in data):
+        return data[0], data[1]
+    return None

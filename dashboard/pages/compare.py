@@ -2,7 +2,8 @@
 
 URL state: run + rank (A, the baseline, as on every page), other + other_rank
 (B; by default another rank of A's run, else the newest other run), sel
-(kernel keys, shared with /kernels and /timeline), top (bars shown).
+(kernel keys, shared with /kernels and /timeline), top (bars shown), layer +
+pass (a clicked layer bar, carried to /layers).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dashboard.analysis import run_views
 from dashboard.analysis.compare_view import CompareView, choose_sides, compare_view
 from dashboard.analysis.selection import format_keys, parse_keys
 from dashboard.analysis.units import format_ns, time_unit_for
-from dashboard.figures.compare import delta_figure, totals_scatter
+from dashboard.figures.compare import delta_figure, layer_delta_figure, layer_from_click, totals_scatter
 from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.context import current_store
 from dashboard.layouts.kernel_views import ALL_RANKS, kernel_table, parse_rank, rank_control
@@ -90,25 +91,32 @@ def _other_rank_options(run_id: str) -> list[dict[str, str]]:
     return [{"label": "all ranks", "value": ALL_RANKS}] + [{"label": f"rank {r}", "value": str(r)} for r in ranks]
 
 
-def _state(view: CompareView, top: int, selected: list[str]) -> dict[str, Any]:
+def _state(view: CompareView, top: int, selected: list[str], layer: tuple[str, str] | None) -> dict[str, Any]:
     # "" = absent from the URL (all ranks, the default), as on /kernels.
     return {"rank": "" if view.a.rank is None else view.a.rank, "other": view.b.run_id,
             "other_rank": "" if view.b.rank is None else view.b.rank,
-            "top": "" if top == DEFAULT_TOP else top, "sel": format_keys(selected)}
+            "top": "" if top == DEFAULT_TOP else top, "sel": format_keys(selected),
+            "layer": layer[0] if layer else "", "pass": layer[1] if layer else ""}
 
 
-def render(view: CompareView, top: int, selected: list[str]) -> dict[str, Any]:
+def _layer(layer: Any, pass_: Any) -> tuple[str, str] | None:
+    return (layer, pass_ if isinstance(pass_, str) and pass_ else "forward") if isinstance(layer, str) and layer \
+        else None
+
+
+def render(view: CompareView, top: int, selected: list[str], layer: tuple[str, str] | None) -> dict[str, Any]:
     rows, unit = table_rows(view)
     a, b = view.a.label, view.b.label
     return {"delta": delta_figure(view.comparison, top, selected, a, b),
             "scatter": totals_scatter(view.comparison, selected, a, b),
+            "layers": layer_delta_figure(view.layers, layer, a, b),
             "rows": rows, "columns": column_defs(unit), "summary": summary_text(view),
             "sides": f"A = {a}   ·   B = {b}"}
 
 
 def layout(run: str | None = None, rank: str | None = None, other: str | None = None,
            other_rank: str | None = None, sel: str | None = None, top: str | None = None,
-           **_query: Any) -> html.Div:
+           layer: str | None = None, **query: Any) -> html.Div:
     chosen, notice = resolve_run(run, EVIDENCE, PATH)
     header = page_header("Compare", chosen, "Where kernel time moved between two runs, or two ranks of one run")
     if chosen is None:
@@ -121,10 +129,10 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
             "Nothing to compare with: this run has one rank and no other run has kernels. Ingest a second run "
             "(or a multi-rank trace) on the Runs page.", color="info", className="missing-evidence")],
             id="compare-page")
-    state_top, selected = _top(top), parse_keys(sel)
+    state_top, selected, state_layer = _top(top), parse_keys(sel), _layer(layer, query.get("pass"))
     view = compare_view(store, *sides)
     a, b = sides
-    shown = render(view, state_top, selected)
+    shown = render(view, state_top, selected, state_layer)
     controls = html.Div([
         html.Span("A (baseline)", className="fw-semibold me-2"),
         rank_control("compare-rank", ranks, a.rank),
@@ -143,7 +151,8 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
         header,
         dcc.Store(id="compare-run", data=chosen.id),
         dcc.Store(id="compare-sel", data=selected),
-        url_state_store("compare", _state(view, state_top, selected)),
+        dcc.Store(id="compare-layer", data=list(state_layer) if state_layer else None),
+        url_state_store("compare", _state(view, state_top, selected, state_layer)),
         controls,
         html.Div(shown["sides"], id="compare-sides", className="small mb-1"),
         html.Div(shown["summary"], id="compare-summary", className="small text-muted mb-2"),
@@ -153,6 +162,7 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
             dbc.Col(html.Div(chart("compare-scatter", shown["scatter"], f"{chosen.id}-compare-scatter"),
                              className="chart-card"), lg=5),
         ], className="g-3"),
+        html.Div(chart("compare-layers", shown["layers"], f"{chosen.id}-compare-layers"), className="chart-card"),
         html.Div([
             html.Div([html.H6("Every kernel, largest change first", className="mb-0 me-3"),
                       dbc.Button("Download CSV", id="compare-csv", size="sm", color="primary", outline=True)],
@@ -173,6 +183,8 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
     Output("compare-other-rank", "options"),
     Output("compare-other-rank", "value"),
     Output("compare-sel", "data"),
+    Output("compare-layers", "figure"),
+    Output("compare-layer", "data"),
     Output({"type": "url-state", "page": "compare"}, "data"),
     Input("compare-rank", "value"),
     Input("compare-other", "value"),
@@ -181,13 +193,15 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
     Input("compare-delta", "clickData"),
     Input("compare-scatter", "selectedData"),
     Input("compare-clear-selection", "n_clicks"),
+    Input("compare-layers", "clickData"),
     State("compare-sel", "data"),
+    State("compare-layer", "data"),
     State("compare-run", "data"),
     prevent_initial_call=True,
 )
 def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any, bar_click: dict | None,
-                   scatter_selection: dict | None, _clear: Any, selected: list[str] | None,
-                   run_id: str) -> tuple[Any, ...]:
+                   scatter_selection: dict | None, _clear: Any, layer_click: dict | None,
+                   selected: list[str] | None, layer_value: list[str] | None, run_id: str) -> tuple[Any, ...]:
     store = current_store()
     run = store.open(run_id)
     a_rank = parse_rank(rank_value, run_views.kernel_ranks(run))
@@ -205,13 +219,17 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
             else selected + [k for k in clicked if k not in selected]
     elif trigger == "compare-scatter":
         selected = keys_from_event(scatter_selection)
+    layer = _layer(*layer_value) if layer_value else None
+    if trigger == "compare-layers":
+        clicked = layer_from_click(layer_click)
+        layer = None if clicked == layer else clicked  # a second click on the same bar clears it
     top = _top(top_value)
     view = compare_view(store, *sides)
-    shown = render(view, top, selected)
+    shown = render(view, top, selected, layer)
     b = view.b
     return (shown["delta"], shown["scatter"], shown["rows"], shown["columns"], shown["summary"], shown["sides"],
             _other_rank_options(b.run_id), ALL_RANKS if b.rank is None else str(b.rank), selected,
-            _state(view, top, selected))
+            shown["layers"], list(layer) if layer else None, _state(view, top, selected, layer))
 
 
 @callback(Output("compare-table", "exportDataAsCsv"), Input("compare-csv", "n_clicks"), prevent_initial_call=True)

@@ -15,9 +15,17 @@ from dashboard.analysis.compare import (
     comparison_totals,
     default_sides,
     kernel_comparison,
+    layer_comparison,
 )
 from dashboard.analysis.selection import kernel_key
-from dashboard.figures.compare import FASTER, SLOWER, delta_figure, totals_scatter
+from dashboard.figures.compare import (
+    FASTER,
+    SLOWER,
+    delta_figure,
+    layer_delta_figure,
+    layer_from_click,
+    totals_scatter,
+)
 
 
 def summary(*launches: tuple[str, int]) -> pl.DataFrame:
@@ -85,3 +93,35 @@ def test_scatter_shows_kernels_on_both_sides_against_the_diagonal(comparison: pl
     assert diagonal.x == diagonal.y and figure.layout.xaxis.type == "log"
     empty = totals_scatter(comparison.filter(pl.col("presence") != BOTH), [], "A", "B")
     assert len(empty.data) == 0 and "No kernel runs on both sides" in str(empty.layout.annotations[0].text)
+
+
+def _stats(*rows: tuple[str, str, int, int, float]) -> pl.DataFrame:
+    """layer_stats-like frames: (layer, pass, order, count, median ns)."""
+    return pl.DataFrame(rows, schema={"layer": pl.String, "pass": pl.String, "order": pl.UInt32,
+                                      "count": pl.UInt32, "time_median": pl.Float64}, orient="row")
+
+
+def test_layers_compare_medians_in_the_baselines_model_order() -> None:
+    a = _stats(("embed", "forward", 0, 4, 100.0), ("block", "forward", 1, 4, 400.0),
+               ("block", "backward", 1, 4, 800.0), ("head", "forward", 2, 4, 50.0))
+    b = _stats(("block", "backward", 0, 4, 600.0), ("block", "forward", 0, 4, 500.0),
+               ("embed", "forward", 1, 4, 100.0), ("extra", "forward", 2, 4, 70.0))
+    layers = layer_comparison(a, b)
+    assert layers.select("layer", "pass", "delta_ns", "presence").rows() == [
+        ("embed", "forward", 0.0, BOTH),
+        ("block", "forward", 100.0, BOTH),
+        ("block", "backward", -200.0, BOTH),
+        ("head", "forward", None, ONLY_A),
+        ("extra", "forward", None, ONLY_B),  # B's own layers after A's
+    ]
+    assert layers.get_column("ratio").to_list()[:3] == pytest.approx([1.0, 1.25, 0.75])
+    figure = layer_delta_figure(layers, ("block", "backward"), "A", "B")
+    bars = figure.data[0]
+    assert list(bars.y) == ["embed · forward", "block · forward", "block · backward", "head · forward",
+                            "extra · forward"]
+    assert list(bars.x) == [0, 100, -200, 0, 0]
+    assert list(bars.text) == ["×1.00", "×1.25", "×0.75", "gone in B", "new in B"]
+    assert list(bars.selectedpoints) == [2]
+    assert layer_from_click({"points": [{"customdata": ["block", "backward"]}]}) == ("block", "backward")
+    assert layer_from_click({"points": [{"customdata": "k"}]}) is None
+    assert len(layer_delta_figure(layer_comparison(a.clear(), b.clear()), None, "A", "B").data) == 0

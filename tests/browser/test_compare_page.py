@@ -61,3 +61,25 @@ def test_another_run_as_b_and_the_url_restores_it(page: Page, server, runs, cons
     expect(page.locator("#compare-sides")).to_have_text(f"A = {first} · rank 1   ·   B = {second} · rank 0",
                                                         timeout=20_000)
     assert console_errors == []
+
+
+def test_a_layer_bar_carries_the_layer_to_the_layers_page(page: Page, server, console_errors) -> None:
+    from tests.support.layered_run import DEVICE_METADATA, layered_tables
+
+    run_id = RunStore(server.data_dir).write("compare-layers", layered_tables(), metadata=DEVICE_METADATA)
+    page.goto(f"{server.url}/compare?run={run_id}")
+    bars = page.locator("#compare-layers g.trace.bars g.point")
+    expect(bars.first).to_be_visible(timeout=20_000)
+    # The bar that moved most (a layer whose median did not move draws no bar to click).
+    index, layer, pass_ = page.evaluate("""() => {
+        const bars = document.querySelector('#compare-layers .js-plotly-plot').data[0];
+        let best = 0;
+        bars.x.forEach((x, i) => { if (Math.abs(x) > Math.abs(bars.x[best])) best = i; });
+        return [best, ...bars.customdata[best]]; }""")
+    page.locator("#compare-layers").scroll_into_view_if_needed()  # below the fold: mouse clicks need it in view
+    box = bars.nth(index).bounding_box()
+    assert box is not None and box["width"] > 2
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(page).to_have_url(re.compile(rf"layer={re.escape(layer)}&pass={pass_}"))
+    expect(page.locator("a.nav-link", has_text="Layers")).to_have_attribute("href", re.compile(r"layer="))
+    assert console_errors == []
