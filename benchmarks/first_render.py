@@ -51,6 +51,7 @@ PAGES = {
     "/timeline": "#timeline-page .js-plotly-plot .main-svg .cartesianlayer",
     "/memory": "#memory-page .js-plotly-plot .main-svg .cartesianlayer",
     "/planner": "#planner-page .js-plotly-plot .main-svg .cartesianlayer",
+    "/compare": "#compare-page .js-plotly-plot .main-svg .cartesianlayer",
 }
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--no-first-run"]
