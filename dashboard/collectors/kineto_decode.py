@@ -214,7 +214,7 @@ def _chunks_exact(events: memoryview) -> Iterator[tuple[bytes, float]]:
         yield b"[" + b",".join(raws[first : first + step]) + b"]", min(1.0, (first + step) / len(raws))
 
 
-def decode_chunk(chunk: bytes | bytearray, trace: DecodedTrace) -> list[Any]:
+def decode_chunk(chunk: bytes | bytearray | memoryview, trace: DecodedTrace) -> list[Any]:
     if not trace.lenient:
         try:
             return _FAST.decode(chunk)

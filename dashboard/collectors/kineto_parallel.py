@@ -270,7 +270,8 @@ class _Dispatch:
         processes = self._start(worker_processes)
         running = len(processes)
         try:
-            with open(self.plain, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            # A private mapping: chunks are bracketed in place (see kineto_worker.decode_range).
+            with open(self.plain, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY) as data:
                 while (index := self._take()) is not None:
                     start, stop = self.tasks[index]
                     try:

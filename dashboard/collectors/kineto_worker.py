@@ -19,35 +19,61 @@ from __future__ import annotations
 
 import json
 import mmap
+import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import polars as pl
 
-from dashboard.collectors.kineto_decode import DecodedTrace, body_chunks, decode_chunk, frames_of_chunk
+from dashboard.collectors.kineto_decode import DecodedTrace, decode_chunk, frames_of_chunk
 from dashboard.gc_pause import gc_paused
 
 CUT_FAILED = 3
 KINDS = ("gpu", "api", "range", "flow")
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_OPEN, _CLOSE = ord("["), ord("]")
+
+
+def _chunk_spans(mapped: mmap.mmap, start: int, stop: int, chunk_bytes: int) -> Iterator[tuple[int, int]]:
+    """(start, stop) of whole-event chunks of about `chunk_bytes`, cut at `}` `,` `{`."""
+    while start < stop:
+        target = start + chunk_bytes
+        match = _BOUNDARY.search(mapped, target, stop) if target < stop else None
+        if match is None:
+            yield start, stop
+            return
+        yield start, match.start() + 1
+        start = match.end() - 1
 
 
 def decode_range(
     mapped: mmap.mmap, start: int, stop: int, chunk_bytes: int
 ) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
-    """Frames and counts of the events in `mapped[start:stop]`; msgspec.DecodeError when the cut was wrong."""
+    """Frames and counts of the events in `mapped[start:stop]`; msgspec.DecodeError when the cut was wrong.
+
+    `mapped` must be a private writable mapping (ACCESS_COPY): each chunk is
+    decoded in place, its neighbouring bytes (a separator, or the array's own
+    brackets) turned into `[` and `]` for the time of the decode, which saves
+    copying every chunk (~20 % of the decode). Only those two pages are copied.
+    """
     trace = DecodedTrace(path=Path(), top={}, frames={})
     parts: dict[str, list[pl.DataFrame]] = {kind: [] for kind in KINDS}
-    body = memoryview(mapped)[start:stop]
-    try:
-        with gc_paused():
-            for chunk, _ in body_chunks(body, chunk_bytes):
-                decoded = decode_chunk(chunk, trace)
+    with gc_paused():
+        for first, last in _chunk_spans(mapped, start, stop, chunk_bytes):
+            before, after = mapped[first - 1], mapped[last]
+            mapped[first - 1], mapped[last] = _OPEN, _CLOSE
+            view = memoryview(mapped)[first - 1 : last + 1]
+            try:
+                decoded = decode_chunk(view, trace)
                 trace.events += len(decoded)
-                frames_of_chunk(decoded, trace, parts)
-    finally:
-        body.release()
+                frames_of_chunk(decoded, trace, parts)  # copies what it keeps out of the buffer
+                del decoded
+            finally:
+                view.release()
+                mapped[first - 1], mapped[last] = before, after
     frames = {kind: pl.concat(found, how="diagonal_relaxed") for kind, found in parts.items() if found}
     counts = {
         "events": trace.events,
@@ -81,7 +107,7 @@ def read_result(outdir: Path, index: int) -> tuple[dict[str, pl.DataFrame], dict
 
 def main(argv: list[str]) -> int:
     source, outdir, chunk_bytes = argv
-    with open(source, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+    with open(source, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY) as mapped:
         for line in sys.stdin:
             start, stop, index = (int(part) for part in line.split())
             try:

@@ -154,3 +154,20 @@ def test_shared_samples_decode_identically_in_parallel(shared_dir: Path) -> None
     assert samples
     for path in samples:  # one-line, multi-line, legacy categories
         _assert_same(_parallel(path, task_bytes=256 * 1024, chunk_bytes=64 * 1024), decode_file(path))
+
+
+def test_chunks_are_bracketed_in_place_and_the_bytes_restored(tmp_path: Path) -> None:
+    import mmap
+
+    from dashboard.collectors.kineto_worker import decode_range
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": _many_events(40)}, separators=(",", ":")))  # `},{`: no spare byte
+    original = path.read_bytes()
+    start, stop = original.index(b"[") + 1, original.rindex(b"]")
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY) as mapped:
+        frames, counts = decode_range(mapped, start, stop, 512)  # many chunks sharing separator bytes
+        assert mapped[:] == original
+    assert counts["events"] == 120
+    assert frames["gpu"].height == 40 and frames["range"].height == 40
+    assert path.read_bytes() == original  # a private mapping never writes back
