@@ -19,6 +19,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -107,6 +108,16 @@ def _report(label: str, result: dict, megabytes: float) -> None:
     )
 
 
+def machine_check() -> float:
+    """Seconds for a fixed pure-Python loop: shared machines change speed, so each report says how fast
+    this one was when it ran (figures from runs whose checks differ are not comparable)."""
+    started = time.perf_counter()
+    total = 0
+    for value in range(10_000_000):
+        total += value
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", type=int, default=1_000_000, help="kernels (and CPU ops, runtime calls)")
@@ -122,6 +133,7 @@ def main() -> None:
         print(f"generating {trace} ...")
         write_trace(trace, args.kernels)
     megabytes = trace.stat().st_size / 1e6
+    print(f"machine check: a fixed 10 M-step Python loop took {machine_check():.2f} s")
     print(f"trace: {trace} ({megabytes:.0f} MB, {args.kernels:,} kernels)")
 
     runs = [_run(sys.executable, _OURS, trace, 3600.0) for _ in range(args.repeat)]
