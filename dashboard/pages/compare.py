@@ -100,8 +100,9 @@ def _state(view: CompareView, top: int, selected: list[str], layer: tuple[str, s
 
 
 def _layer(layer: Any, pass_: Any) -> tuple[str, str] | None:
-    return (layer, pass_ if isinstance(pass_, str) and pass_ else "forward") if isinstance(layer, str) and layer \
-        else None
+    if not isinstance(layer, str) or not layer:
+        return None
+    return layer, pass_ if isinstance(pass_, str) and pass_ else "forward"
 
 
 def render(view: CompareView, top: int, selected: list[str], layer: tuple[str, str] | None) -> dict[str, Any]:
@@ -215,8 +216,10 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
         selected = []
     elif trigger == "compare-delta":
         clicked = keys_from_event(bar_click)
-        selected = [k for k in selected if k not in clicked] if clicked and all(k in selected for k in clicked) \
-            else selected + [k for k in clicked if k not in selected]
+        if clicked and all(k in selected for k in clicked):  # a second click on a selected bar clears it
+            selected = [k for k in selected if k not in clicked]
+        else:
+            selected = selected + [k for k in clicked if k not in selected]
     elif trigger == "compare-scatter":
         selected = keys_from_event(scatter_selection)
     layer = _layer(*layer_value) if layer_value else None
