@@ -1,6 +1,6 @@
 """Time the /kernels and /layers views on a 1 M-kernel run.
 
-    python benchmarks/kernel_views.py [--kernels 1000000] [--reps 30] [--no-browser]
+    python benchmarks/kernel_views.py [--kernels 1000000] [--reps 30]
 
 Builds a synthetic run (benchmarks/synthetic_kernel_run.py) into a temp
 store, then:
@@ -12,12 +12,9 @@ store, then:
    layer), so they include the recomputation the cache cannot save; "warm"
    rows are selection changes, which only re-style;
 2. the size of every figure sent (len(fig.to_json())) and of the table rows;
-3. first render in a browser: page load of /kernels and /layers until every
-   graph is drawn and the grid has rows (a fresh browser context each time,
-   so plotly.js is fetched and parsed each time), median of 5.
+(The first render of every page in a browser: benchmarks/first_render.py.)
 
-Targets (issue 5): each callback <= 100 ms p95, each payload <= 2 MB,
-first render <= 2 s.
+Targets (issue 5): each callback <= 100 ms p95, each payload <= 2 MB.
 """
 
 from __future__ import annotations
@@ -25,13 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,7 +41,6 @@ from dashboard.store import Run, RunStore  # noqa: E402
 
 TARGET_MS = 100.0
 TARGET_BYTES = 2 * 1024 * 1024
-TARGET_RENDER_S = 2.0
 METADATA = {"kineto": {"files": [{"rank": 0, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]}]}}
 
 
@@ -181,84 +174,11 @@ def server_work(run: Run, reps: int) -> list[tuple[str, float, float, int]]:
     return rows
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def first_render(data_dir: Path, run_id: str, reps: int = 5) -> list[tuple[str, float, float, float]]:
-    """Median seconds from navigation to drawn charts, and where the time went."""
-    from playwright.sync_api import sync_playwright
-
-    port = free_port()
-    log = open(data_dir.parent / "server.log", "w")  # noqa: SIM115 (lives as long as the server)
-    server = subprocess.Popen([sys.executable, "-m", "dashboard.app", "--data", str(data_dir), "--port", str(port),
-                               "--no-demo"], stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-    url = f"http://127.0.0.1:{port}"
-    results = []
-    try:
-        for _ in range(240):
-            if server.poll() is not None:
-                break
-            try:
-                urllib.request.urlopen(f"{url}/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            server.kill()
-        if server.poll() is not None:
-            log.flush()
-            raise RuntimeError(f"the server did not start:\n{(data_dir.parent / 'server.log').read_text()}")
-        flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=flags)
-            for path, graphs in (("/kernels", 2), ("/layers", 3)):
-                page_url = f"{url}{path}?run={run_id}"
-                # A function, not an expression: the app's CSP forbids eval of strings.
-                drawn = f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {graphs}"
-                warm = browser.new_page()  # fills the server caches for this state
-                warm.goto(page_url)
-                warm.wait_for_function(drawn, timeout=120_000)
-                warm.close()
-                totals, layout_times, plotly_times = [], [], []
-                for _ in range(reps):
-                    context = browser.new_context(viewport={"width": 1500, "height": 1000})
-                    page = context.new_page()
-                    marks: dict[str, float] = {}
-                    started = time.perf_counter()
-
-                    def finished(request: Any, marks: dict[str, float] = marks, started: float = started) -> None:
-                        if "_dash-update-component" in request.url and "layout" not in marks:
-                            marks["layout"] = time.perf_counter() - started
-                        if "plotly.min.js" in request.url:
-                            marks["plotly"] = time.perf_counter() - started
-
-                    page.on("requestfinished", finished)
-                    page.goto(page_url)
-                    page.wait_for_function(drawn, timeout=60_000)
-                    totals.append(time.perf_counter() - started)
-                    layout_times.append(marks.get("layout", float("nan")))
-                    plotly_times.append(marks.get("plotly", float("nan")))
-                    context.close()
-                results.append((path, statistics.median(totals), statistics.median(layout_times),
-                                statistics.median(plotly_times)))
-            browser.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-        log.close()
-    return results
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernels", type=int, default=1_000_000)
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--reps", type=int, default=30)
-    parser.add_argument("--no-browser", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kernel-views-") as folder:
         data_dir = Path(folder) / "data"
@@ -276,13 +196,6 @@ def main() -> None:
             print(f"{label:<48} {p50:8.1f} {p95:8.1f} {size / 1024:8.0f} KB  {'yes' if ok else 'NO'}")
         print("(first-load rows are the one-off cost of opening a run in a fresh process; target applies to "
               "the cross-filter rows)")
-        if not args.no_browser:
-            print(f"\n{'first render in the browser':<28} {'total s':>8} {'layout s':>9} {'plotly.js s':>12}  ok")
-            for path, total, layout, plotly in first_render(data_dir, run_id):
-                ok = "yes" if total <= TARGET_RENDER_S else "NO"
-                print(f"{path:<28} {total:8.2f} {layout:9.2f} {plotly:12.2f}  {ok}")
-            print("(layout s = page layout response received; plotly.js s = plotly bundle fetched; the rest is "
-                  "parsing plotly.js and drawing)")
 
 
 if __name__ == "__main__":
