@@ -46,25 +46,33 @@ def delta_figure(comparison: pl.DataFrame, top_n: int, selected: Collection[str]
     moved = comparison.filter(pl.col("delta_ns") != 0).head(top_n)
     if moved.height == 0:
         return empty_figure("No kernel's total time differs between A and B")
-    factor, unit = time_unit_for(int(moved.get_column("delta_ns").abs().max()))
-    deltas = moved.get_column("delta_ns").to_list()
-    keys, labels = moved.get_column("key").to_list(), moved.get_column("label").to_list()
+    keys = moved.get_column("key").to_list()
+    return _change_bars(
+        moved.get_column("delta_ns").to_list(), moved.get_column("label").to_list(), moved, keys, _hover(moved, a, b),
+        selected_points(keys, selected), "B − A total time",
+        f"Top {moved.height} kernels by change in total time (B − A)<br>"
+        f"<sup><span style='color:{SLOWER}'>■</span> more time in B · "
+        f"<span style='color:{FASTER}'>■</span> less time in B · label: B / A</sup>",
+    )
+
+
+def _change_bars(deltas: list[float], labels: list[str], rows: pl.DataFrame, customdata: list[Any],
+                 hovertext: list[str], selected: list[int] | None, what: str, title: str) -> go.Figure:
+    """Horizontal bars of a change per row (ns), red where B takes longer, labelled with B / A."""
+    factor, unit = time_unit_for(max((abs(d) for d in deltas), default=0.0))
     bars: dict[str, Any] = {
-        "type": "bar", "orientation": "h", "showlegend": False, "name": "B − A",
+        "type": "bar", "orientation": "h", "showlegend": False, "name": what,
         "x": [d / factor for d in deltas], "y": labels,
         "marker": {"color": [SLOWER if d > 0 else FASTER for d in deltas]},
-        "text": [_ratio_text(r, p) for r, p in moved.select("ratio", "presence").rows()],
+        "text": [_ratio_text(r, p) for r, p in rows.select("ratio", "presence").rows()],
         "textposition": "outside", "cliponaxis": False,
-        "customdata": keys, "hovertext": _hover(moved, a, b), "hovertemplate": "%{hovertext}<extra></extra>",
-        "selectedpoints": selected_points(keys, selected), "unselected": {"marker": {"opacity": 0.3}},
+        "customdata": customdata, "hovertext": hovertext, "hovertemplate": "%{hovertext}<extra></extra>",
+        "selectedpoints": selected, "unselected": {"marker": {"opacity": 0.3}},
     }
     return fast_figure([bars], {
-        "title": {"text": f"Top {moved.height} kernels by change in total time (B − A)<br>"
-                          f"<sup><span style='color:{SLOWER}'>■</span> more time in B · "
-                          f"<span style='color:{FASTER}'>■</span> less time in B · label: B / A</sup>"},
-        "height": figure_height(moved.height), "margin": {"l": 10, "r": 70, "t": 70, "b": 48},
-        "clickmode": "event", "dragmode": False, "bargap": 0.25,
-        "xaxis": {"title": {"text": f"B − A total time ({unit})"}, "zeroline": True, "zerolinewidth": 2},
+        "title": {"text": title}, "height": figure_height(len(labels)),
+        "margin": {"l": 10, "r": 70, "t": 70, "b": 48}, "clickmode": "event", "dragmode": False, "bargap": 0.25,
+        "xaxis": {"title": {"text": f"{what} ({unit})"}, "zeroline": True, "zerolinewidth": 2},
         "yaxis": {"autorange": "reversed", "automargin": True, "categoryorder": "array", "categoryarray": labels},
     })
 
@@ -116,28 +124,14 @@ def layer_delta_figure(layers: pl.DataFrame, selected: tuple[str, str] | None, a
     if layers.height == 0:
         return empty_figure("Neither side has layers (no module ranges or layer attribution)")
     deltas = [d if d is not None else 0.0 for d in layers.get_column("delta_ns").to_list()]
-    factor, unit = time_unit_for(max((abs(d) for d in deltas), default=0.0))
-    labels = [f"{layer} · {pass_}" for layer, pass_ in layers.select("layer", "pass").rows()]
     pairs = layers.select("layer", "pass").rows()
-    chosen = [i for i, pair in enumerate(pairs) if selected is not None and pair == tuple(selected)]
-    bars: dict[str, Any] = {
-        "type": "bar", "orientation": "h", "showlegend": False, "name": "median B − A",
-        "x": [d / factor for d in deltas], "y": labels,
-        "marker": {"color": [SLOWER if d > 0 else FASTER for d in deltas]},
-        "text": [_ratio_text(r, p) for r, p in layers.select("ratio", "presence").rows()],
-        "textposition": "outside", "cliponaxis": False,
-        "customdata": [list(pair) for pair in pairs], "hovertext": _layer_hover(layers, a, b),
-        "hovertemplate": "%{hovertext}<extra></extra>",
-        "selectedpoints": chosen if selected is not None else None, "unselected": {"marker": {"opacity": 0.3}},
-    }
-    return fast_figure([bars], {
-        "title": {"text": "Median runtime per layer and pass, B − A (model order)<br>"
-                          "<sup>label: B / A · a layer found on one side only has no bar</sup>"},
-        "height": figure_height(len(labels)), "margin": {"l": 10, "r": 70, "t": 70, "b": 48},
-        "clickmode": "event", "dragmode": False, "bargap": 0.25,
-        "xaxis": {"title": {"text": f"median B − A ({unit})"}, "zeroline": True, "zerolinewidth": 2},
-        "yaxis": {"autorange": "reversed", "automargin": True, "categoryorder": "array", "categoryarray": labels},
-    })
+    chosen = [i for i, pair in enumerate(pairs) if pair == selected] if selected is not None else None
+    return _change_bars(
+        deltas, [f"{layer} · {pass_}" for layer, pass_ in pairs], layers, [list(pair) for pair in pairs],
+        _layer_hover(layers, a, b), chosen, "median B − A",
+        "Median runtime per layer and pass, B − A (model order)<br>"
+        "<sup>label: B / A · a layer found on one side only has no bar</sup>",
+    )
 
 
 def layer_from_click(event: dict | None) -> tuple[str, str] | None:
