@@ -181,29 +181,28 @@ def _bracketed(body: memoryview) -> bytearray:
     return chunk
 
 
-def body_chunks(body: memoryview, chunk_bytes: int | None = None) -> Iterator[tuple[bytearray, float]]:
-    """Cut comma-separated events at `}` `,` `{` boundaries near every `chunk_bytes`.
+def event_spans(buffer: Any, start: int, stop: int, size: int) -> Iterator[tuple[int, int]]:
+    """(start, stop) of runs of whole events in `buffer[start:stop]`, cut at `}` `,` `{` near every `size` bytes.
 
-    Yields (`[` chunk `]`, fraction of the body done). A cut that falls inside
-    a string or a nested object makes its chunk invalid JSON, which the
-    decoder then reports, so a wrong cut is never silently accepted.
+    `buffer[start:stop]` holds comma-separated events (no brackets). A cut
+    that falls inside a string or a nested object makes its run invalid JSON,
+    which the decoder then reports, so a wrong cut is never silently accepted.
     """
-    chunk_bytes = chunk_bytes or CHUNK_BYTES
-    end = len(body)
-    start = 0
-    while start < end:
-        target = start + chunk_bytes
-        match = _BOUNDARY.search(body, target, end) if target < end else None
+    while start < stop:
+        target = start + size
+        match = _BOUNDARY.search(buffer, target, stop) if target < stop else None
         if match is None:
-            yield _bracketed(body[start:end]), 1.0
+            yield start, stop
             return
-        yield _bracketed(body[start : match.start() + 1]), match.start() / end
+        yield start, match.start() + 1
         start = match.end() - 1
 
 
 def _chunks_by_boundary(events: memoryview) -> Iterator[tuple[bytearray, float]]:
-    """The `[` ... `]` array cut into chunks near every CHUNK_BYTES."""
-    return body_chunks(events[1:-1])
+    """The `[` ... `]` array cut into bracketed chunks near every CHUNK_BYTES; (chunk, fraction done)."""
+    end = len(events) - 1
+    for first, last in event_spans(events, 1, end, CHUNK_BYTES):
+        yield _bracketed(events[first:last]), last / end
 
 
 def _chunks_exact(events: memoryview) -> Iterator[tuple[bytes, float]]:

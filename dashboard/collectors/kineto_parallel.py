@@ -45,7 +45,7 @@ import polars as pl
 
 import dashboard
 from dashboard.collectors.base import is_gzip, open_source
-from dashboard.collectors.kineto_decode import TOP_DECODER, DecodedTrace, top_fields
+from dashboard.collectors.kineto_decode import TOP_DECODER, DecodedTrace, event_spans, top_fields
 from dashboard.collectors.kineto_worker import KINDS, decode_range, read_result
 
 _log = logging.getLogger(__name__)
@@ -56,7 +56,6 @@ PARALLEL_MIN_BYTES = 48 * 1024 * 1024
 TASK_BYTES = 32 * 1024 * 1024
 MAX_WORKERS = 8
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _LAST_EVENT_END = re.compile(rb"\}\s*\]")
 _HEAD_BYTES = 16 * 1024 * 1024
 _TAIL_BYTES = 1024 * 1024
@@ -95,21 +94,6 @@ def _find_span(data: mmap.mmap) -> tuple[int, int, msgspec.Struct] | None:
         if bytes(top.traceEvents) == b"[]":
             return open_at, close_at, top
     return None
-
-
-def _tasks(data: mmap.mmap, open_at: int, close_at: int, task_bytes: int) -> list[tuple[int, int]]:
-    """Byte ranges of whole events, cut at `}` `,` `{` near every `task_bytes`."""
-    tasks = []
-    start = open_at + 1
-    while start < close_at:
-        target = start + task_bytes
-        match = _BOUNDARY.search(data, target, close_at) if target < close_at else None
-        if match is None:
-            tasks.append((start, close_at))
-            break
-        tasks.append((start, match.start() + 1))
-        start = match.end() - 1
-    return tasks
 
 
 def _gzip_size_hint(path: Path) -> int:
@@ -175,7 +159,7 @@ def _locate(plain: Path, task_bytes: int) -> tuple[msgspec.Struct, list[tuple[in
             if span is None:
                 return None
             open_at, close_at, top = span
-            return top, _tasks(data, open_at, close_at, task_bytes)
+            return top, list(event_spans(data, open_at + 1, close_at, task_bytes))
 
 
 def _worker_env() -> dict[str, str]:

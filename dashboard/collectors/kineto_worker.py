@@ -19,34 +19,19 @@ from __future__ import annotations
 
 import json
 import mmap
-import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import polars as pl
 
-from dashboard.collectors.kineto_decode import DecodedTrace, decode_chunk, frames_of_chunk
+from dashboard.collectors.kineto_decode import DecodedTrace, decode_chunk, event_spans, frames_of_chunk
 from dashboard.gc_pause import gc_paused
 
 CUT_FAILED = 3
 KINDS = ("gpu", "api", "range", "flow")
-_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _OPEN, _CLOSE = ord("["), ord("]")
-
-
-def _chunk_spans(mapped: mmap.mmap, start: int, stop: int, chunk_bytes: int) -> Iterator[tuple[int, int]]:
-    """(start, stop) of whole-event chunks of about `chunk_bytes`, cut at `}` `,` `{`."""
-    while start < stop:
-        target = start + chunk_bytes
-        match = _BOUNDARY.search(mapped, target, stop) if target < stop else None
-        if match is None:
-            yield start, stop
-            return
-        yield start, match.start() + 1
-        start = match.end() - 1
 
 
 def decode_range(
@@ -62,7 +47,7 @@ def decode_range(
     trace = DecodedTrace(path=Path(), top={}, frames={})
     parts: dict[str, list[pl.DataFrame]] = {kind: [] for kind in KINDS}
     with gc_paused():
-        for first, last in _chunk_spans(mapped, start, stop, chunk_bytes):
+        for first, last in event_spans(mapped, start, stop, chunk_bytes):
             before, after = mapped[first - 1], mapped[last]
             mapped[first - 1], mapped[last] = _OPEN, _CLOSE
             view = memoryview(mapped)[first - 1 : last + 1]
