@@ -12,7 +12,7 @@ from typing import Any
 
 import dash
 import dash_bootstrap_components as dbc
-from dash import Input, Output, State, callback, ctx, dcc, html
+from dash import Input, Output, State, callback, dcc, html
 from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import run_views
@@ -21,7 +21,7 @@ from dashboard.analysis.selection import format_keys, parse_keys
 from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.compare import delta_figure, layer_delta_figure, layer_from_click, totals_scatter
 from dashboard.figures.kernels import keys_from_event
-from dashboard.layouts.context import current_store
+from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import ALL_RANKS, kernel_table, parse_rank, rank_control
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import url_state_store
@@ -206,24 +206,24 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
     store = current_store()
     run = store.open(run_id)
     a_rank = parse_rank(rank_value, run_views.kernel_ranks(run))
-    trigger = ctx.triggered_id
+    fired = fired_ids()
     # A new B run starts at all of its ranks; a rank of the old run may not exist there.
-    sides = choose_sides(store, run, a_rank, other, None if trigger == "compare-other" else other_rank)
+    sides = choose_sides(store, run, a_rank, other, None if "compare-other" in fired else other_rank)
     if sides is None:
         raise PreventUpdate
     selected = list(selected or [])
-    if trigger == "compare-clear-selection":
+    if "compare-clear-selection" in fired:
         selected = []
-    elif trigger == "compare-delta":
+    if "compare-delta" in fired:
         clicked = keys_from_event(bar_click)
         if clicked and all(k in selected for k in clicked):  # a second click on a selected bar clears it
             selected = [k for k in selected if k not in clicked]
         else:
             selected = selected + [k for k in clicked if k not in selected]
-    elif trigger == "compare-scatter":
+    if "compare-scatter" in fired:
         selected = keys_from_event(scatter_selection)
     layer = _layer(*layer_value) if layer_value else None
-    if trigger == "compare-layers":
+    if "compare-layers" in fired:
         clicked = layer_from_click(layer_click)
         layer = None if clicked == layer else clicked  # a second click on the same bar clears it
     top = _top(top_value)

@@ -11,7 +11,7 @@ from typing import Any
 
 import dash
 import dash_bootstrap_components as dbc
-from dash import Input, Output, Patch, State, callback, ctx, dcc, html, no_update
+from dash import Input, Output, Patch, State, callback, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import kernels as kernel_analysis
@@ -19,7 +19,7 @@ from dashboard.analysis import run_views
 from dashboard.analysis.selection import format_keys, format_window, parse_keys, parse_window
 from dashboard.analysis.units import format_ns
 from dashboard.figures.kernels import duration_scatter_figure, keys_from_event, selected_points, top_kernels_figure
-from dashboard.layouts.context import current_store
+from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import (
     kernel_column_defs,
     kernel_rows,
@@ -40,7 +40,7 @@ EVIDENCE = "kernels"
 TOP_CHOICES = (10, 20, 30, 50, 100)
 DEFAULT_TOP = 20
 GROUP_CHOICES = {"name": "kernel", "op": "launching op", "layer": "layer"}
-SELECTION_TRIGGERS = ("kernels-bar", "kernels-scatter", "kernels-table", "kernels-clear-selection")
+SELECTION_TRIGGERS = frozenset({"kernels-bar", "kernels-scatter", "kernels-table", "kernels-clear-selection"})
 
 
 def _top(value: Any) -> int:
@@ -209,25 +209,29 @@ def update_kernels(rank_value: Any, group_value: Any, top_value: Any, only: bool
     rank, group, top = parse_rank(rank_value, ranks), _group(group_value), _top(top_value)
     window = parse_window(window_value)
     selected = list(selected or [])
-    trigger = ctx.triggered_id
-    if trigger == "kernels-window-clear":
+    fired = fired_ids()
+    if "kernels-window-clear" in fired:
         window = None
     pairs = run_views.kernel_view(run, rank, window, group).pairs
-    if trigger == "kernels-clear-selection":
-        selected = []
-    elif trigger == "kernels-bar":
-        selected = _toggle(selected, kernel_analysis.keys_for_groups(pairs, keys_from_event(bar_click)))
-    elif trigger == "kernels-scatter":
-        selected = kernel_analysis.keys_for_groups(pairs, keys_from_event(scatter_selection))
-    elif trigger == "kernels-table":
+    table_selection_unchanged = False
+    if "kernels-table" in fired:  # first: it is compared with the selection the grid was given
         row_keys = sorted(row.get("key") for row in table_rows or [] if row.get("key"))
         shown = selected if group == "name" else kernel_analysis.groups_touching(pairs, selected)
-        if row_keys == sorted(shown):
+        if row_keys != sorted(shown):
+            selected = kernel_analysis.keys_for_groups(pairs, row_keys)
+            table_selection_unchanged = True  # the grid already shows what the user picked there
+        elif fired == {"kernels-table"}:
             raise PreventUpdate  # the grid echoing the selection this callback just set
-        selected = kernel_analysis.keys_for_groups(pairs, row_keys)
+    if fired & {"kernels-clear-selection", "kernels-bar", "kernels-scatter"}:
+        table_selection_unchanged = False
+    if "kernels-clear-selection" in fired:
+        selected = []
+    if "kernels-bar" in fired:
+        selected = _toggle(selected, kernel_analysis.keys_for_groups(pairs, keys_from_event(bar_click)))
+    if "kernels-scatter" in fired:
+        selected = kernel_analysis.keys_for_groups(pairs, keys_from_event(scatter_selection))
     state = _state(rank, group, top, selected, window, bool(only))
-    table_selection_unchanged = trigger == "kernels-table"
-    if trigger in SELECTION_TRIGGERS and not only:
+    if fired <= SELECTION_TRIGGERS and not only:
         patch = restyle_selection(run, rank, window, group, top, selected)
         return (patch["bar"], patch["scatter"], no_update, no_update,
                 no_update if table_selection_unchanged else patch["table_selection"], patch["totals"], selected,

@@ -10,7 +10,7 @@ from typing import Any
 
 import dash
 import dash_bootstrap_components as dbc
-from dash import Input, Output, Patch, State, callback, ctx, dcc, html, no_update
+from dash import Input, Output, Patch, State, callback, dcc, html, no_update
 
 from dashboard.analysis import run_views
 from dashboard.analysis.layers import PASSES
@@ -20,7 +20,7 @@ from dashboard.analysis.units import format_flops_rate
 from dashboard.figures.kernels import top_kernels_figure
 from dashboard.figures.layers import PASS_LABELS, highlight_shapes, layer_box_figure, layer_from_event, layer_order
 from dashboard.figures.theme import empty_figure
-from dashboard.layouts.context import current_store
+from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import (
     kernel_column_defs,
     kernel_rows,
@@ -38,7 +38,7 @@ dash.register_page(__name__, path="/layers", name="Layers", order=2, title="Laye
 
 PATH = "/layers"
 EVIDENCE = "layers"
-LAYER_TRIGGERS = ("layers-runtime", "layers-throughput", "layers-clear-layer")
+LAYER_TRIGGERS = frozenset({"layers-runtime", "layers-throughput", "layers-clear-layer"})
 
 
 def _dtype(value: Any) -> str:
@@ -186,16 +186,16 @@ def update_layers(rank_value: Any, dtype_value: Any, _clear_window: Any, _clear_
     rank = parse_rank(rank_value, run_views.kernel_ranks(run))
     window, dtype = parse_window(window_value), _dtype(dtype_value)
     selected = _selection(*selected_value) if selected_value else None
-    trigger = ctx.triggered_id
-    if trigger == "layers-window-clear":
+    fired = fired_ids()
+    if "layers-window-clear" in fired:
         window = None
-    elif trigger == "layers-clear-layer":
+    if "layers-clear-layer" in fired:
         selected = None
-    elif trigger in ("layers-runtime", "layers-throughput"):
-        clicked = layer_from_event(runtime_click if trigger == "layers-runtime" else throughput_click)
+    for chart_id, click in (("layers-runtime", runtime_click), ("layers-throughput", throughput_click)):
+        clicked = layer_from_event(click) if chart_id in fired else None
         selected = clicked if clicked else selected
     state = _state(rank, window, selected, dtype)
-    if trigger in LAYER_TRIGGERS:
+    if fired <= LAYER_TRIGGERS:
         # A layer click moves the highlight band and lists the layer's kernels; the boxes stay.
         shapes = highlight_shapes(layer_order(run_views.layer_view(run, rank, window).stats), selected)
         runtime, throughput = Patch(), Patch()
@@ -207,7 +207,7 @@ def update_layers(rank_value: Any, dtype_value: Any, _clear_window: Any, _clear_
                 state)
     view = render(run, rank, window, selected, dtype)
     return (
-        no_update if trigger == "layers-dtype" else view["runtime"],  # the peak only moves the throughput chart
+        no_update if fired == {"layers-dtype"} else view["runtime"],  # the peak only moves the throughput chart
         view["throughput"], view["note"], view["detail_title"], view["detail_bar"],
         view["detail_rows"], view["detail_columns"], list(selected) if selected else None,
         format_window(*window) if window else None, {} if window else {"display": "none"},

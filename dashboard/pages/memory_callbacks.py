@@ -6,6 +6,7 @@ the parts that depend on what changed are sent back (the curves as a Patch).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, no_update
@@ -40,24 +41,31 @@ _EVENTS = {
 }
 
 
-def _event() -> tuple[str, Any]:
-    """(kind, payload) of what fired; a peak card's button gives its buffer type."""
-    fired = ctx.triggered[0] if ctx.triggered else {}
-    if isinstance(ctx.triggered_id, dict) and ctx.triggered_id.get("type") == PEAK_BUTTON:
-        if not fired.get("value"):
-            raise PreventUpdate  # the cards were just redrawn, nothing was clicked
-        return "peak", ctx.triggered_id.get("bt")
-    kind = _EVENTS.get(str(fired.get("prop_id")))
-    if kind is None:
-        raise PreventUpdate
-    return kind, fired.get("value")
+def _events() -> list[tuple[str, Any]]:
+    """(kind, payload) of every input that fired, in order; a peak card's button gives its buffer type.
+
+    Dash merges changes made while a call is queued into one call (a unit picked while the
+    chart's relayout event is on its way): each of them is applied, not only the first.
+    """
+    fired: list[tuple[str, Any]] = []
+    for trigger in ctx.triggered:
+        prop_id = str(trigger.get("prop_id"))
+        component = prop_id.rsplit(".", 1)[0]
+        if component.startswith("{"):
+            button = json.loads(component)
+            if button.get("type") == PEAK_BUTTON and trigger.get("value"):  # not just the cards redrawn
+                fired.append(("peak", button.get("bt")))
+        elif (kind := _EVENTS.get(prop_id)) is not None:
+            fired.append((kind, trigger.get("value")))
+    return fired
 
 
-def _curves(data: MemoryData, state: ViewState, before: ViewState, run_id: str, kind: str, version: int) -> Any:
+def _curves(data: MemoryData, state: ViewState, before: ViewState, run_id: str, kinds: frozenset[str],
+            version: int) -> Any:
     if (state.unit, state.peaks) != (before.unit, before.peaks):
         return curves_figure(data, state, run_id)
     # A zoom cleared by a button (not by the chart itself) must reset the chart's axes too.
-    reset = before.zoom is not None and state.zoom is None and kind != "relayout"
+    reset = before.zoom is not None and state.zoom is None and "relayout" not in kinds
     return curves_patch(data, state, before, run_id, reset_token=f"reset-{version}" if reset else None)
 
 
@@ -99,22 +107,26 @@ def _changed(state: ViewState, before: ViewState, *fields: str) -> bool:
 )
 def update_memory(*args: Any) -> tuple[Any, ...]:
     stored, version, run = args[-3:]
-    kind, payload = _event()
     data = memory_data(run["run"], run["rank"])
-    before = view.parse_state(stored or {}, data)
-    state = events.after_event(data, before, kind, payload)
-    if state is None or state == before:
+    before = state = view.parse_state(stored or {}, data)
+    kinds: set[str] = set()
+    for kind, payload in _events():
+        after = events.after_event(data, state, kind, payload)
+        if after is not None and after != state:
+            state = after
+            kinds.add(kind)
+    if state == before:
         raise PreventUpdate
-    return respond(data, before, state, kind, run["run"], version or 0)
+    return respond(data, before, state, frozenset(kinds), run["run"], version or 0)
 
 
-def respond(data: MemoryData, before: ViewState, state: ViewState, kind: str, run_id: str,
+def respond(data: MemoryData, before: ViewState, state: ViewState, kinds: frozenset[str], run_id: str,
             version: int) -> tuple[Any, ...]:
     """The outputs of `update_memory` for a state change: only what depends on what changed."""
     per_unit = _changed(state, before, "unit")
     table_changed = _changed(state, before, "ops", "optypes", "programs", "unit")
     return (
-        _curves(data, state, before, run_id, kind, version),
+        _curves(data, state, before, run_id, kinds, version),
         growth_figure(data, state) if _changed(state, before, "ops", "programs", "op", "unit") else no_update,
         stats_panel(data, state) if _changed(state, before, "ops", "unit") else no_update,
         detail_panel(data, state) if _changed(state, before, "op", "unit") else no_update,
@@ -127,7 +139,7 @@ def respond(data: MemoryData, before: ViewState, state: ViewState, kind: str, ru
         version + 1 if table_changed else no_update,
         table_columns(data, state.unit) if per_unit else no_update,
         selected_row_style(state.op) if _changed(state, before, "op") else no_update,
-        list(state.optypes) if kind == "growth" and _changed(state, before, "optypes") else no_update,
+        list(state.optypes) if "growth" in kinds and _changed(state, before, "optypes") else no_update,
     )
 
 

@@ -200,12 +200,21 @@ def update_selection(partition_value: Any, tap: dict | None, smem_click: dict | 
     old_buffer = view.parse_buffer_key(state.get("buffer"))
     old_op = view.parse_op(state.get("op"))
     partition = view.parse_partition(state.get("partition"))
-    trigger = ctx.triggered_id
     clicks = {TIMELINE_IDS["SMEM"]: smem_click, TIMELINE_IDS["TMEM"]: tmem_click,
               LIVE_IDS["SMEM"]: smem_live_click, LIVE_IDS["TMEM"]: tmem_live_click,
               TABLE_IDS["SMEM"]: smem_rows, TABLE_IDS["TMEM"]: tmem_rows}
-    buffer, op, new_partition = _what_changed(data, group, trigger, old_buffer, old_op, partition,
-                                              partition_value, tap, clicks, live_buttons)
+    # Every input of a merged call is applied in turn (Dash merges changes made while a call is queued).
+    buffer, op, new_partition = old_buffer, old_op, partition
+    applied: list[Any] = []
+    for trigger in ctx.triggered_prop_ids.values():
+        try:
+            buffer, op, new_partition = _what_changed(data, group, trigger, buffer, op, new_partition,
+                                                      partition_value, tap, clicks, live_buttons)
+        except PreventUpdate:
+            continue
+        applied.append(trigger)
+    if not applied:
+        raise PreventUpdate
     state.update(view_state(group, new_partition, view.buffer_key(*buffer) if buffer else None, op))
     selection = selection_view(data, group, buffer, op)
     if buffer and selection.buffer is None:
@@ -225,10 +234,10 @@ def update_selection(partition_value: Any, tap: dict | None, smem_click: dict | 
     tables: list[Any] = [no_update, no_update]
     if new_key != (view.buffer_key(*old_buffer) if old_buffer else None):
         for position, memory in enumerate(view.MEMORIES):
-            if trigger != TABLE_IDS[memory]:
+            if TABLE_IDS[memory] not in applied:
                 # An empty list (not {"ids": []}) is what makes a grid let go of its selection.
                 tables[position] = {"ids": [new_key]} if new_key and new_key.startswith(memory) else []
-    partition_output = new_partition if trigger == "planner-tap" and filtered else no_update
+    partition_output = new_partition if "planner-tap" in applied and filtered else no_update
     return (state, partition_output, elements, graph, *figures, *tables, selection_panel(selection))
 
 

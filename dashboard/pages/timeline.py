@@ -33,7 +33,7 @@ from dashboard.analysis.timeline import (
 from dashboard.analysis.units import format_ns
 from dashboard.figures.timeline import TimeAxis, timeline_figure_dict
 from dashboard.gc_pause import gc_paused
-from dashboard.layouts.context import current_store
+from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import ALL_RANKS, parse_rank, rank_control, window_text
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import URL_STATE, url_state_store
@@ -218,33 +218,38 @@ def update_timeline(relayout: dict | None, selection: dict | None, click: dict |
     data = timeline_data(run)
     window = tuple(state["window"]) if state.get("window") else None
     rank = parse_rank(rank_value, tuple(data.ranks))
+    old_dragmode = state.get("dragmode")
     selected = list(state.get("sel") or [])
-    trigger = ctx.triggered_id
-    if trigger == "timeline-graph":
-        prop = ctx.triggered[0]["prop_id"].rsplit(".", 1)[-1]
-        if prop == "relayoutData" and (relayout or {}).get("dragmode") in DRAG_MODES:
-            # The user switched tools (zoom / pan / box select): remember it for the figures to come.
-            return (no_update, {**state, "dragmode": relayout["dragmode"]}, *[no_update] * 5)  # type: ignore[index]
-        if prop == "relayoutData":
-            asked = window_from_relayout(relayout, state["origin_ns"], state["divisor"])
-            if asked is None:
-                raise PreventUpdate
-            window = None if asked == "all" else asked
-        elif prop == "selectedData":
-            asked_window = window_from_selection(selection, state["origin_ns"], state["divisor"])
-            if asked_window is None:
-                raise PreventUpdate
-            window = asked_window
-            state = {**state, "dragmode": "select"}  # a box selection is made in select mode
-        else:
-            key = clicked_kernel(click)
-            if key is None:
-                raise PreventUpdate
-            selected = [k for k in selected if k != key] if key in selected else [*selected, key]
-    elif trigger in ("timeline-window-clear", "timeline-reset"):
+    fired = fired_ids()
+    asked_something = bool(fired & {"timeline-rank", "timeline-window-clear", "timeline-reset",
+                                    "timeline-clear-selection"})
+    if fired & {"timeline-window-clear", "timeline-reset"}:
         window = None
-    elif trigger == "timeline-clear-selection":
+    if "timeline-clear-selection" in fired:
         selected = []
+    if "timeline-graph" in fired:
+        props = {prop.rsplit(".", 1)[-1] for prop in ctx.triggered_prop_ids if prop.startswith("timeline-graph.")}
+        if "relayoutData" in props and (relayout or {}).get("dragmode") in DRAG_MODES:
+            # The user switched tools (zoom / pan / box select): remember it for the figures to come.
+            state = {**state, "dragmode": relayout["dragmode"]}  # type: ignore[index]
+        elif "relayoutData" in props:
+            asked = window_from_relayout(relayout, state["origin_ns"], state["divisor"])
+            if asked is not None:
+                window, asked_something = (None if asked == "all" else asked), True
+        if "selectedData" in props:
+            asked_window = window_from_selection(selection, state["origin_ns"], state["divisor"])
+            if asked_window is not None:
+                window, asked_something = asked_window, True
+                state = {**state, "dragmode": "select"}  # a box selection is made in select mode
+        if "clickData" in props:
+            key = clicked_kernel(click)
+            if key is not None:
+                selected = [k for k in selected if k != key] if key in selected else [*selected, key]
+                asked_something = True
+    if not asked_something:
+        if state.get("dragmode") != old_dragmode:
+            return (no_update, state, *[no_update] * 5)
+        raise PreventUpdate
     view, figure, divisor = render(run, window, rank, selected)
     shown = _window_of(view)
     new_state = {**state, "window": list(shown) if shown else None, "rank": rank, "sel": selected,

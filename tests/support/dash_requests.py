@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import json
+from typing import Any
 
 
 def upload_payload(content: bytes, filename: str = "big.json", name: str | None = None) -> dict:
@@ -17,3 +19,32 @@ def upload_payload(content: bytes, filename: str = "big.json", name: str | None 
                   {"id": "run-name", "property": "value", "value": name}],
         "changedPropIds": ["upload.contents"],
     }
+
+
+def _parse_id(text: str) -> str | dict:
+    return json.loads(text) if text.startswith("{") else text
+
+
+def callback_payload(dependencies: list[dict], output: str, values: dict[str, Any], changed: list[str]) -> dict:
+    """The body for the callback whose outputs start with `output` ("id.prop"), as the renderer sends it.
+
+    `values` gives inputs and states by "id.prop" (others are sent as null); `changed` lists the
+    "id.prop" of every input the renderer reports as changed in this one call.
+    """
+    callback = next(dep for dep in dependencies if dep["output"].startswith(f"..{output}."))
+    outputs = []
+    for part in callback["output"].strip(".").split("..."):
+        component, prop = part.rsplit(".", 1)
+        outputs.append({"id": _parse_id(component), "property": prop})
+
+    def key(item: dict) -> str:
+        component = item["id"]
+        if isinstance(component, dict):
+            component = json.dumps(component, sort_keys=True, separators=(",", ":"))
+        return f"{component}.{item['property']}"
+
+    def listed(items: list[dict]) -> list[dict]:
+        return [{"id": item["id"], "property": item["property"], "value": values.get(key(item))} for item in items]
+
+    return {"output": callback["output"], "outputs": outputs, "inputs": listed(callback["inputs"]),
+            "state": listed(callback["state"]), "changedPropIds": changed}
