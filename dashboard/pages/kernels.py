@@ -106,6 +106,10 @@ def _state(rank: int | None, group: str, top: int, selected: list[str], window: 
             "window": format_window(*window) if window else "", "only": "1" if only else ""}
 
 
+def _unselected(state: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in state.items() if key != "sel"}
+
+
 def layout(run: str | None = None, rank: str | None = None, sel: str | None = None, window: str | None = None,
            group: str | None = None, top: str | None = None, only: str | None = None, **_query: Any) -> html.Div:
     chosen, notice = resolve_run(run, EVIDENCE, PATH)
@@ -198,12 +202,13 @@ def _toggle(selected: list[str], keys: list[str]) -> list[str]:
     State("kernels-sel", "data"),
     State("kernels-window", "data"),
     State("kernels-run", "data"),
+    State({"type": "url-state", "page": "kernels"}, "data"),
     prevent_initial_call=True,
 )
 def update_kernels(rank_value: Any, group_value: Any, top_value: Any, only: bool, _clear_window: Any,
                    _clear_selection: Any, bar_click: dict | None, scatter_selection: dict | None,
                    table_rows: list[dict] | None, selected: list[str] | None, window_value: str | None,
-                   run_id: str) -> tuple[Any, ...]:
+                   run_id: str, drawn: dict[str, Any] | None) -> tuple[Any, ...]:
     run = current_store().open(run_id)
     ranks = run_views.kernel_ranks(run)
     rank, group, top = parse_rank(rank_value, ranks), _group(group_value), _top(top_value)
@@ -213,6 +218,10 @@ def update_kernels(rank_value: Any, group_value: Any, top_value: Any, only: bool
     if "kernels-window-clear" in fired:
         window = None
     pairs = run_views.kernel_view(run, rank, window, group).pairs
+    # Controls are compared with what is drawn, not read from the fired inputs alone: the renderer
+    # drops the answer to a call that a newer call overtakes (a rank picked while the grid echoes
+    # its selection), and the newer call may name only the grid.
+    view_changed = _unselected(_state(rank, group, top, [], window, bool(only))) != _unselected(drawn or {})
     table_selection_unchanged = False
     if "kernels-table" in fired:  # first: it is compared with the selection the grid was given
         row_keys = sorted(row.get("key") for row in table_rows or [] if row.get("key"))
@@ -220,7 +229,7 @@ def update_kernels(rank_value: Any, group_value: Any, top_value: Any, only: bool
         if row_keys != sorted(shown):
             selected = kernel_analysis.keys_for_groups(pairs, row_keys)
             table_selection_unchanged = True  # the grid already shows what the user picked there
-        elif fired == {"kernels-table"}:
+        elif fired == {"kernels-table"} and not view_changed:
             raise PreventUpdate  # the grid echoing the selection this callback just set
     if fired & {"kernels-clear-selection", "kernels-bar", "kernels-scatter"}:
         table_selection_unchanged = False
@@ -231,7 +240,7 @@ def update_kernels(rank_value: Any, group_value: Any, top_value: Any, only: bool
     if "kernels-scatter" in fired:
         selected = kernel_analysis.keys_for_groups(pairs, keys_from_event(scatter_selection))
     state = _state(rank, group, top, selected, window, bool(only))
-    if fired <= SELECTION_TRIGGERS and not only:
+    if fired <= SELECTION_TRIGGERS and not only and not view_changed:
         patch = restyle_selection(run, rank, window, group, top, selected)
         return (patch["bar"], patch["scatter"], no_update, no_update,
                 no_update if table_selection_unchanged else patch["table_selection"], patch["totals"], selected,

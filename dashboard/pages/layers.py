@@ -105,6 +105,15 @@ def _state(rank: int | None, window: tuple[int, int] | None, selected: tuple[str
             "dtype": "" if dtype == "bf16" else dtype}
 
 
+def _unselected(state: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in state.items() if key not in ("layer", "pass")}
+
+
+def _boxes_drawn(state: dict[str, Any], drawn: dict[str, Any] | None) -> bool:
+    """Whether the runtime boxes on screen are those of this rank and window."""
+    return all((drawn or {}).get(key) == state[key] for key in ("rank", "window"))
+
+
 def layout(run: str | None = None, rank: str | None = None, window: str | None = None, layer: str | None = None,
            dtype: str | None = None, **query: Any) -> html.Div:
     chosen, notice = resolve_run(run, EVIDENCE, PATH)
@@ -177,11 +186,12 @@ def layout(run: str | None = None, rank: str | None = None, window: str | None =
     State("layers-selected", "data"),
     State("layers-window", "data"),
     State("layers-run", "data"),
+    State({"type": "url-state", "page": "layers"}, "data"),
     prevent_initial_call=True,
 )
 def update_layers(rank_value: Any, dtype_value: Any, _clear_window: Any, _clear_layer: Any,
                   runtime_click: dict | None, throughput_click: dict | None, selected_value: list | None,
-                  window_value: str | None, run_id: str) -> tuple[Any, ...]:
+                  window_value: str | None, run_id: str, drawn: dict[str, Any] | None) -> tuple[Any, ...]:
     run = current_store().open(run_id)
     rank = parse_rank(rank_value, run_views.kernel_ranks(run))
     window, dtype = parse_window(window_value), _dtype(dtype_value)
@@ -195,7 +205,9 @@ def update_layers(rank_value: Any, dtype_value: Any, _clear_window: Any, _clear_
         clicked = layer_from_event(click) if chart_id in fired else None
         selected = clicked if clicked else selected
     state = _state(rank, window, selected, dtype)
-    if fired <= LAYER_TRIGGERS:
+    # Controls are compared with what is drawn, not read from the fired inputs alone: the renderer
+    # drops the answer to a call that a newer call overtakes, and the newer call may name only a click.
+    if fired <= LAYER_TRIGGERS and _unselected(state) == _unselected(drawn or {}):
         # A layer click moves the highlight band and lists the layer's kernels; the boxes stay.
         shapes = highlight_shapes(layer_order(run_views.layer_view(run, rank, window).stats), selected)
         runtime, throughput = Patch(), Patch()
@@ -207,7 +219,8 @@ def update_layers(rank_value: Any, dtype_value: Any, _clear_window: Any, _clear_
                 state)
     view = render(run, rank, window, selected, dtype)
     return (
-        no_update if fired == {"layers-dtype"} else view["runtime"],  # the peak only moves the throughput chart
+        # The peak only moves the throughput chart.
+        no_update if fired == {"layers-dtype"} and _boxes_drawn(state, drawn) else view["runtime"],
         view["throughput"], view["note"], view["detail_title"], view["detail_bar"],
         view["detail_rows"], view["detail_columns"], list(selected) if selected else None,
         format_window(*window) if window else None, {} if window else {"display": "none"},

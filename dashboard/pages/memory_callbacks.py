@@ -41,6 +41,10 @@ _EVENTS = {
 }
 
 
+CONTROL_KINDS = ("optype", "program", "unit", "peaks")  # the inputs at positions CONTROL_ARGS below
+CONTROL_ARGS = slice(5, 9)
+
+
 def _events() -> list[tuple[str, Any]]:
     """(kind, payload) of every input that fired, in order; a peak card's button gives its buffer type.
 
@@ -110,7 +114,10 @@ def update_memory(*args: Any) -> tuple[Any, ...]:
     data = memory_data(run["run"], run["rank"])
     before = state = view.parse_state(stored or {}, data)
     kinds: set[str] = set()
-    for kind, payload in _events():
+    # The controls' values first, fired or not: the renderer drops the answer to a call that a newer
+    # call of this callback overtakes, and that newer call may name only a chart event.
+    controls = [(kind, value) for kind, value in zip(CONTROL_KINDS, args[CONTROL_ARGS], strict=True)]
+    for kind, payload in controls + [event for event in _events() if event[0] not in CONTROL_KINDS]:
         after = events.after_event(data, state, kind, payload)
         if after is not None and after != state:
             state = after

@@ -204,9 +204,14 @@ def update_selection(partition_value: Any, tap: dict | None, smem_click: dict | 
               LIVE_IDS["SMEM"]: smem_live_click, LIVE_IDS["TMEM"]: tmem_live_click,
               TABLE_IDS["SMEM"]: smem_rows, TABLE_IDS["TMEM"]: tmem_rows}
     # Every input of a merged call is applied in turn (Dash merges changes made while a call is queued).
+    # The partition control comes first whenever it differs from the state, fired or not: the renderer
+    # drops the answer to a call that a newer call overtakes, and the newer call may name only a click.
+    triggers = [trigger for trigger in ctx.triggered_prop_ids.values() if trigger != "planner-partition"]
+    if view.parse_partition(partition_value) != partition:
+        triggers.insert(0, "planner-partition")
     buffer, op, new_partition = old_buffer, old_op, partition
     applied: list[Any] = []
-    for trigger in ctx.triggered_prop_ids.values():
+    for trigger in triggers:
         try:
             buffer, op, new_partition = _what_changed(data, group, trigger, buffer, op, new_partition,
                                                       partition_value, tap, clicks, live_buttons)

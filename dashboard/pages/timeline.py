@@ -221,8 +221,11 @@ def update_timeline(relayout: dict | None, selection: dict | None, click: dict |
     old_dragmode = state.get("dragmode")
     selected = list(state.get("sel") or [])
     fired = fired_ids()
-    asked_something = bool(fired & {"timeline-rank", "timeline-window-clear", "timeline-reset",
-                                    "timeline-clear-selection"})
+    # The rank is compared with what is drawn, not taken from the fired inputs alone: the renderer
+    # drops the answer to a call that a newer call of this callback overtakes (a rank picked while
+    # the chart's relayout event is on its way), and the newer call may name only that event.
+    asked_something = rank != state.get("rank") or bool(
+        fired & {"timeline-window-clear", "timeline-reset", "timeline-clear-selection"})
     if fired & {"timeline-window-clear", "timeline-reset"}:
         window = None
     if "timeline-clear-selection" in fired:
