@@ -139,7 +139,7 @@ def decode_parallel(
         plain = _plain_file(path, workdir)
         if plain is None:
             return None
-        located = _locate(plain, task_bytes)
+        located = _locate(plain, task_bytes, workers)
         if located is None:
             return None
         top, tasks = located
@@ -150,7 +150,7 @@ def decode_parallel(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _locate(plain: Path, task_bytes: int) -> tuple[msgspec.Struct, list[tuple[int, int]]] | None:
+def _locate(plain: Path, task_bytes: int, processes: int) -> tuple[msgspec.Struct, list[tuple[int, int]]] | None:
     with open(plain, "rb") as handle:
         if os.fstat(handle.fileno()).st_size == 0:
             return None
@@ -159,7 +159,23 @@ def _locate(plain: Path, task_bytes: int) -> tuple[msgspec.Struct, list[tuple[in
             if span is None:
                 return None
             open_at, close_at, top = span
-            return top, list(event_spans(data, open_at + 1, close_at, task_bytes))
+            return top, balanced_tasks(data, list(event_spans(data, open_at + 1, close_at, task_bytes)), processes,
+                                       task_bytes)
+
+
+def balanced_tasks(data: Any, spans: list[tuple[int, int]], processes: int,
+                   task_bytes: int) -> list[tuple[int, int]]:
+    """Big tasks first, small ones last, so that every process runs dry at about the same time.
+
+    When the queue empties, a worker may still hold two big tasks (its current and the
+    next one) while this process idles: up to a second at 32 MB tasks. Re-cutting the
+    last tasks, the ones still in flight at that point, into small pieces bounds the
+    wait by a couple of small tasks.
+    """
+    tail = min(len(spans), 2 * processes)
+    small = max(task_bytes // 8, 64 * 1024)
+    ends = [piece for start, stop in spans[len(spans) - tail:] for piece in event_spans(data, start, stop, small)]
+    return spans[:len(spans) - tail] + ends
 
 
 def _worker_env() -> dict[str, str]:
