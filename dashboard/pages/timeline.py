@@ -194,6 +194,31 @@ def clicked_kernel(click: dict[str, Any] | None) -> str | None:
     return keys[0] if keys else None
 
 
+def _chart_events(props: set[str], relayout: dict | None, selection: dict | None, click: dict | None,
+                  state: dict[str, Any], window: tuple[int, int] | None,
+                  selected: list[str]) -> tuple[tuple[int, int] | None, list[str], dict[str, Any], bool]:
+    """(window, selection, state, whether a new view was asked) after the chart's fired events."""
+    asked = False
+    if "relayoutData" in props and (relayout or {}).get("dragmode") in DRAG_MODES:
+        # The user switched tools (zoom / pan / box select): remember it for the figures to come.
+        state = {**state, "dragmode": relayout["dragmode"]}  # type: ignore[index]
+    elif "relayoutData" in props:
+        zoom = window_from_relayout(relayout, state["origin_ns"], state["divisor"])
+        if zoom is not None:
+            window, asked = (None if zoom == "all" else zoom), True
+    if "selectedData" in props:
+        box = window_from_selection(selection, state["origin_ns"], state["divisor"])
+        if box is not None:
+            window, asked = box, True
+            state = {**state, "dragmode": "select"}  # a box selection is made in select mode
+    if "clickData" in props:
+        key = clicked_kernel(click)
+        if key is not None:
+            selected = [k for k in selected if k != key] if key in selected else [*selected, key]
+            asked = True
+    return window, selected, state, asked
+
+
 @callback(
     Output("timeline-graph", "figure"),
     Output("timeline-state", "data"),
@@ -232,23 +257,9 @@ def update_timeline(relayout: dict | None, selection: dict | None, click: dict |
         selected = []
     if "timeline-graph" in fired:
         props = {prop.rsplit(".", 1)[-1] for prop in ctx.triggered_prop_ids if prop.startswith("timeline-graph.")}
-        if "relayoutData" in props and (relayout or {}).get("dragmode") in DRAG_MODES:
-            # The user switched tools (zoom / pan / box select): remember it for the figures to come.
-            state = {**state, "dragmode": relayout["dragmode"]}  # type: ignore[index]
-        elif "relayoutData" in props:
-            asked = window_from_relayout(relayout, state["origin_ns"], state["divisor"])
-            if asked is not None:
-                window, asked_something = (None if asked == "all" else asked), True
-        if "selectedData" in props:
-            asked_window = window_from_selection(selection, state["origin_ns"], state["divisor"])
-            if asked_window is not None:
-                window, asked_something = asked_window, True
-                state = {**state, "dragmode": "select"}  # a box selection is made in select mode
-        if "clickData" in props:
-            key = clicked_kernel(click)
-            if key is not None:
-                selected = [k for k in selected if k != key] if key in selected else [*selected, key]
-                asked_something = True
+        window, selected, state, asked_by_chart = _chart_events(props, relayout, selection, click,
+                                                                state, window, selected)
+        asked_something = asked_something or asked_by_chart
     if not asked_something:
         if state.get("dragmode") != old_dragmode:
             return (no_update, state, *[no_update] * 5)
