@@ -44,6 +44,7 @@ How bad input is handled:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -114,9 +115,13 @@ class KinetoCollector:
 
         progress(0.75, "nesting ranges")
         ranges = prepare(frames["range"])
-        ranges = annotate(ranges, frames["flow"])
-        progress(0.85, "linking GPU activity to ops")
-        linked = link_gpu(frames["gpu"], frames["api"], ranges) if frames["gpu"].height else None
+        progress(0.85, "linking GPU activity to ops, passes and layers")
+        # Linking needs the nesting only, not passes and layers: the two run side by side
+        # (both are polars work that releases the GIL; ~0.3 s of 1.3 s at 1 M ops).
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            linking = pool.submit(link_gpu, frames["gpu"], frames["api"], ranges) if frames["gpu"].height else None
+            ranges = annotate(ranges, frames["flow"])
+            linked = linking.result() if linking is not None else None
         tables = {}
         if linked is not None:
             tables["kernels"] = kernels_table(linked, ranges)
