@@ -116,7 +116,7 @@ def update_memory(*args: Any) -> tuple[Any, ...]:
     kinds: set[str] = set()
     # The controls' values first, fired or not: the renderer drops the answer to a call that a newer
     # call of this callback overtakes, and that newer call may name only a chart event.
-    controls = [(kind, value) for kind, value in zip(CONTROL_KINDS, args[CONTROL_ARGS], strict=True)]
+    controls = list(zip(CONTROL_KINDS, args[CONTROL_ARGS], strict=True))
     for kind, payload in controls + [event for event in _events() if event[0] not in CONTROL_KINDS]:
         after = events.after_event(data, state, kind, payload)
         if after is not None and after != state:
