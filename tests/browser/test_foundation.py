@@ -42,6 +42,9 @@ def test_every_page_renders_without_console_errors(page: Page, server, console_e
         fetched = page.evaluate("() => performance.getEntriesByType('resource').map(entry => entry.name)")
         assert any("plotly-cartesian-" in name for name in fetched)
         assert not any(name.split("?")[0].endswith("/plotly.min.js") for name in fetched)
+        # Babel's ES5 polyfill is not loaded; the regenerator runtime that lazy components need is.
+        assert not any("polyfill@" in name for name in fetched)
+        assert page.evaluate("() => typeof regeneratorRuntime") == "object"
 
 
 def test_demo_seeded_every_kind_of_evidence(server) -> None:

@@ -1,0 +1,24 @@
+"""The scripts every page loads: the ES5 polyfill is left out, its one needed part served instead."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from dashboard.app import create_app
+from dashboard.settings import Settings
+
+
+def test_index_serves_regenerator_runtime_before_dash_renderer_and_no_babel_polyfill(tmp_path: Path) -> None:
+    app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    html = app.server.test_client().get("/kernels").get_data(as_text=True)
+    scripts = re.findall(r'<script src="([^"]+)"', html)
+    assert scripts, html
+    assert not any("polyfill@" in src for src in scripts)
+    # dash-renderer, dcc and dash-bootstrap-components call the global `regeneratorRuntime` when they
+    # load a lazy component (dcc.Graph among them): it must be there before the renderer starts.
+    runtime = next(i for i, src in enumerate(scripts) if "/assets/regenerator-runtime-" in src)
+    renderer = next(i for i, src in enumerate(scripts) if "dash_renderer" in src)
+    assert runtime < renderer
+    # React still comes first.
+    assert "react@" in scripts[0]
