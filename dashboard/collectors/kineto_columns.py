@@ -1,9 +1,8 @@
 """Turn decoded Kineto events into polars frames, one per (category, kind).
 
-Values are pulled out column by column with `map(attrgetter(...))`, which
-loops in C over small structs, and handed to polars in one call per column;
-grouping events by category is done by polars on the category column, and
-the groups are picked out with `itemgetter`, again in C. Times stay in µs
+Events are grouped by (category, ph) in a dict, then values are pulled out
+column by column with one list comprehension per attribute over the group's
+small structs and handed to polars in one call per column. Times stay in µs
 here; the conversion to ns happens once per file in `kineto_tables`.
 
 Values that do not fit the expected type are coerced column by column:
