@@ -7,7 +7,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from dashboard.store import RunStore
 
@@ -45,6 +45,36 @@ def test_every_page_renders_without_console_errors(page: Page, server, console_e
         # Babel's ES5 polyfill is not loaded; the regenerator runtime that lazy components need is.
         assert not any("polyfill@" in name for name in fetched)
         assert page.evaluate("() => typeof regeneratorRuntime") == "object"
+
+
+def test_a_page_opens_without_waiting_for_the_router_callback(page: Page, server, console_errors) -> None:
+    # The layout request already holds the page (from its Referer): no callback round trip before the
+    # charts, and the run picker is filled all the same.
+    run = next(info.id for info in RunStore(server.data_dir).list_runs() if info.id.startswith("demo-training-"))
+    posts: list[str] = []
+    page.on("request", lambda request: posts.append(request.url) if request.method == "POST" else None)
+    page.goto(f"{server.url}/kernels?run={run}&top=5")
+    wait_for_dash(page)
+    expect(page.locator("#kernels-bar g.trace.bars g.point")).to_have_count(5)
+    assert not [url for url in posts if "_dash-update-component" in url]
+    expect(page.locator("#run-picker")).to_contain_text(page.locator(".run-badge").inner_text())
+    expect(page.locator('.navbar a[href^="/layers"]')).to_have_attribute("href", f"/layers?run={run}")
+    assert console_errors == []
+
+
+def test_a_page_opens_when_the_browser_sends_no_referrer(page: Page, server, console_errors) -> None:
+    # Privacy settings or a proxy may strip the Referer: Dash's router then fills the page as usual.
+    def without_referrer(route: Route) -> None:
+        headers = {k: v for k, v in route.request.headers.items() if k.lower() != "referer"}
+        route.continue_(headers=headers)
+
+    run = next(info.id for info in RunStore(server.data_dir).list_runs() if info.id.startswith("demo-training-"))
+    page.route("**/_dash-layout", without_referrer)
+    page.goto(f"{server.url}/kernels?run={run}&top=5")
+    wait_for_dash(page)
+    expect(page.locator("#kernels-bar g.trace.bars g.point")).to_have_count(5)
+    expect(page.locator("#run-picker")).to_contain_text(page.locator(".run-badge").inner_text())
+    assert console_errors == []
 
 
 def test_demo_seeded_every_kind_of_evidence(server) -> None:

@@ -1,0 +1,106 @@
+"""The layout request answers with the page the browser is on, so no router round trip is needed."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import dash
+import pytest
+
+from dashboard.app import create_app
+from dashboard.demo import seed_demo
+from dashboard.settings import Settings
+from dashboard.store import RunStore
+
+HOST = "http://localhost"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    data_dir = tmp_path_factory.mktemp("data")
+    seed_demo(RunStore(data_dir))
+    app = create_app(Settings(data_dir=data_dir, seed_demo=False))
+    return app.server.test_client()
+
+
+def layout(client: Any, referrer: str | None) -> dict[str, Any]:
+    headers = {"Referer": referrer} if referrer else {}
+    response = client.get("/_dash-layout", headers=headers)
+    assert response.status_code == 200
+    return json.loads(response.get_data(as_text=True))
+
+
+def components(tree: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(tree, dict):
+        if "type" in tree and "props" in tree:
+            yield tree
+            yield from components(tree["props"])
+        else:
+            for value in tree.values():
+                yield from components(value)
+    elif isinstance(tree, list):
+        for item in tree:
+            yield from components(item)
+
+
+def by_id(tree: Any, component_id: Any) -> dict[str, Any]:
+    return next(c for c in components(tree) if c["props"].get("id") == component_id)
+
+
+def test_layout_holds_the_referring_page_and_a_location_that_matches_the_browser(client: Any) -> None:
+    tree = layout(client, f"{HOST}/kernels?rank=0")
+    content = by_id(tree, "_pages_content")["props"]["children"]
+    assert any(c["props"].get("id") == "kernels-page" for c in components(content))
+    location = by_id(tree, "_pages_location")["props"]
+    # Equal to the browser's address, the location reports no change on mount: the router stays idle.
+    assert location["pathname"] == "/kernels"
+    assert location["search"] == "?rank=0"
+    assert "href" not in location and "hash" not in location  # the fragment is not in a Referer
+    assert by_id(tree, "_pages_store")["props"]["data"] == {"title": dash.page_registry["pages.kernels"]["title"]}
+    # The run picker and the nav links are filled as the run-picker callback would fill them.
+    picker = by_id(tree, "run-picker")["props"]
+    assert picker["options"] and picker["value"] in {option["value"] for option in picker["options"]}
+    memory_link = by_id(tree, {"type": "nav-link", "path": "/memory"})["props"]
+    assert memory_link["href"] == "/memory?rank=0"
+
+
+def test_view_state_in_the_query_reaches_the_page_layout(client: Any) -> None:
+    tree = layout(client, f"{HOST}/kernels?top=5")
+    bar = by_id(tree, "kernels-bar")["props"]["figure"]
+    assert len(bar["data"][0]["y"]) == 5
+
+
+@pytest.mark.parametrize("referrer", [
+    None,  # a browser or proxy that strips it
+    "http://elsewhere.example/kernels",  # another origin never chooses what we render
+    f"{HOST}/no-such-page",  # the router's 404 stays the one answer for unknown paths
+])
+def test_without_a_usable_referrer_the_router_fills_the_page(client: Any, referrer: str | None) -> None:
+    tree = layout(client, referrer)
+    assert by_id(tree, "_pages_content")["props"].get("children") is None
+    location = by_id(tree, "_pages_location")["props"]
+    assert "pathname" not in location and "search" not in location
+    assert by_id(tree, "run-picker")["props"]["options"] == []
+
+
+def test_a_page_layout_that_fails_leaves_the_error_to_the_router(client: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    page = dash.page_registry["pages.kernels"]
+
+    def broken(**_query: Any) -> None:
+        raise RuntimeError("broken page")
+
+    monkeypatch.setitem(page, "layout", broken)
+    with caplog.at_level(logging.ERROR):
+        tree = layout(client, f"{HOST}/kernels")
+    assert by_id(tree, "_pages_content")["props"].get("children") is None
+    assert "broken page" in caplog.text
+
+
+def test_index_page_is_not_affected(client: Any) -> None:
+    response = client.get("/kernels", headers={"Referer": f"{HOST}/kernels"})
+    assert response.status_code == 200
+    assert "_dash-config" in response.get_data(as_text=True)
