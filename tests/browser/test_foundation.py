@@ -37,10 +37,10 @@ def test_every_page_renders_without_console_errors(page: Page, server, console_e
     expect(page.locator(".missing-evidence")).to_have_count(0)
     assert console_errors == []
     if path != "/":
-        # Charts are drawn by the vendored cartesian plotly.js; the full 4.8 MB bundle is never fetched.
+        # Charts are drawn by the plotly.js bundle in assets/; the full 4.6 MB one is never fetched.
         page.wait_for_selector(".js-plotly-plot .main-svg", timeout=20_000)
         fetched = page.evaluate("() => performance.getEntriesByType('resource').map(entry => entry.name)")
-        assert any("plotly-cartesian-" in name for name in fetched)
+        assert any("/assets/plotly-dashboard-" in name for name in fetched)
         assert not any(name.split("?")[0].endswith("/plotly.min.js") for name in fetched)
         # Babel's ES5 polyfill is not loaded; the regenerator runtime that lazy components need is.
         assert not any("polyfill@" in name for name in fetched)
