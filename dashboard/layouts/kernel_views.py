@@ -113,7 +113,7 @@ def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False) 
     return columns
 
 
-def kernel_table(component_id: str, rows: list[dict], column_defs: list[dict], file_name: str,
+def kernel_table(component_id: Any, rows: list[dict], column_defs: list[dict], file_name: str,
                  selectable: bool = True, height: int = 420, selected: list[str] | None = None) -> dag.AgGrid:
     """A sortable, filterable kernel table whose rows are keyed by selection key."""
     options: dict[str, Any] = {"animateRows": False, "enableCellTextSelection": True, "tooltipShowDelay": 300}

@@ -10,7 +10,7 @@ from typing import Any
 
 import dash
 import dash_bootstrap_components as dbc
-from dash import Input, Output, Patch, State, callback, dcc, html, no_update
+from dash import ALL, Input, Output, Patch, State, callback, dcc, html, no_update
 
 from dashboard.analysis import run_views
 from dashboard.analysis.layers import PASSES
@@ -19,7 +19,6 @@ from dashboard.analysis.selection import format_window, parse_window
 from dashboard.analysis.units import format_flops_rate
 from dashboard.figures.kernels import top_kernels_figure
 from dashboard.figures.layers import PASS_LABELS, highlight_shapes, layer_box_figure, layer_from_event, layer_order
-from dashboard.figures.theme import empty_figure
 from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import (
     kernel_column_defs,
@@ -83,11 +82,10 @@ def render(run: Run, rank: int | None, window: tuple[int, int] | None, selected:
 
 def render_detail(run: Run, rank: int | None, window: tuple[int, int] | None,
                   selected: tuple[str, str] | None) -> dict[str, Any]:
-    """The kernels of the selected layer and pass."""
+    """The kernels of the selected layer and pass; only a hint while none is selected."""
     if selected is None:
-        return {"detail_title": "Click a box to list the kernels of that layer and pass.",
-                "detail_bar": empty_figure("No layer selected"), "detail_rows": [],
-                "detail_columns": kernel_column_defs("name", {"total": "ms", "duration": "µs"})}
+        return {"detail_title": "Click a box to list the kernels of that layer and pass.", "detail_bar": None,
+                "detail_rows": [], "detail_columns": []}
     layer, pass_ = selected
     summary, how = run_views.layer_kernel_view(run, rank, window, layer, pass_)
     rows, units = kernel_rows(summary)
@@ -95,6 +93,43 @@ def render_detail(run: Run, rank: int | None, window: tuple[int, int] | None,
     bar = top_kernels_figure(summary, 15, title=f"Top kernels of {layer} ({PASS_LABELS.get(pass_, pass_)})")
     return {"detail_title": title, "detail_bar": bar, "detail_rows": rows,
             "detail_columns": kernel_column_defs("name", units)}
+
+
+# The selected layer's chart and grid exist only while a layer is selected; pattern-matching ids let
+# the callbacks update them when they exist and skip them (an empty list) when they do not.
+DETAIL_BAR = {"type": "layers-kernels-bar", "part": "detail"}
+DETAIL_TABLE = {"type": "layers-kernels-table", "part": "detail"}
+
+
+def detail_body(run_id: str, detail: dict[str, Any]) -> dbc.Row | None:
+    """The selected layer's kernel chart and table; nothing while no layer is selected.
+
+    Not drawn until a layer is chosen: an empty chart and an empty grid cost ~450 ms of the page's
+    first render and say no more than the title does.
+    """
+    if detail["detail_bar"] is None:
+        return None
+    return dbc.Row([
+        dbc.Col(html.Div(chart(DETAIL_BAR, detail["detail_bar"], f"{run_id}-layer-kernels"),
+                         id="layers-kernels-bar"), lg=6),
+        dbc.Col(html.Div(kernel_table(DETAIL_TABLE, detail["detail_rows"], detail["detail_columns"],
+                                      f"{run_id}-layer-kernels", selectable=False, height=380),
+                         id="layers-kernels-table"), lg=6),
+    ], className="g-3")
+
+
+def detail_outputs(run_id: str, detail: dict[str, Any], drawn_bars: list[Any]) -> tuple[Any, list, list, list]:
+    """(body children, bar figures, grid rows, grid columns) for the detail outputs.
+
+    A chart and grid already on screen are updated in place (re-creating them costs a grid start and
+    a new plot per click); they are added when a layer gets selected and removed when none is.
+    """
+    wanted, drawn = detail["detail_bar"] is not None, bool(drawn_bars)
+    if wanted and drawn:
+        return no_update, [detail["detail_bar"]], [detail["detail_rows"]], [detail["detail_columns"]]
+    body = detail_body(run_id, detail) if wanted != drawn else no_update
+    skipped = [no_update] * len(drawn_bars)
+    return body, skipped, list(skipped), list(skipped)
 
 
 def _state(rank: int | None, window: tuple[int, int] | None, selected: tuple[str, str] | None,
@@ -140,14 +175,11 @@ def layout(run: str | None = None, rank: str | None = None, window: str | None =
         html.Div([
             html.H6(view["detail_title"], id="layers-detail-title", className="mb-0 me-3"),
             dbc.Button("clear", id="layers-clear-layer", size="sm", color="secondary", outline=True,
-                       className="me-2"),
-            dbc.Button("Download CSV", id="layers-csv", size="sm", color="primary", outline=True),
+                       className="me-2", disabled=selected is None),
+            dbc.Button("Download CSV", id="layers-csv", size="sm", color="primary", outline=True,
+                       disabled=selected is None),
         ], className="d-flex align-items-center mb-2"),
-        dbc.Row([
-            dbc.Col(chart("layers-kernels-bar", view["detail_bar"], f"{chosen.id}-layer-kernels"), lg=6),
-            dbc.Col(kernel_table("layers-kernels-table", view["detail_rows"], view["detail_columns"],
-                                 f"{chosen.id}-layer-kernels", selectable=False, height=380), lg=6),
-        ], className="g-3"),
+        html.Div(detail_body(chosen.id, view), id="layers-detail-body"),
     ], className="chart-card")
     return html.Div([
         header,
@@ -169,9 +201,12 @@ def layout(run: str | None = None, rank: str | None = None, window: str | None =
     Output("layers-throughput", "figure"),
     Output("layers-note", "children"),
     Output("layers-detail-title", "children"),
-    Output("layers-kernels-bar", "figure"),
-    Output("layers-kernels-table", "rowData"),
-    Output("layers-kernels-table", "columnDefs"),
+    Output("layers-detail-body", "children"),
+    Output({**DETAIL_BAR, "part": ALL}, "figure"),
+    Output({**DETAIL_TABLE, "part": ALL}, "rowData"),
+    Output({**DETAIL_TABLE, "part": ALL}, "columnDefs"),
+    Output("layers-clear-layer", "disabled"),
+    Output("layers-csv", "disabled"),
     Output("layers-selected", "data"),
     Output("layers-window", "data"),
     Output("layers-window-chip", "style"),
@@ -187,11 +222,13 @@ def layout(run: str | None = None, rank: str | None = None, window: str | None =
     State("layers-window", "data"),
     State("layers-run", "data"),
     State({"type": "url-state", "page": "layers"}, "data"),
+    State({**DETAIL_BAR, "part": ALL}, "id"),
     prevent_initial_call=True,
 )
 def update_layers(rank_value: Any, dtype_value: Any, _clear_window: Any, _clear_layer: Any,
                   runtime_click: dict | None, throughput_click: dict | None, selected_value: list | None,
-                  window_value: str | None, run_id: str, drawn: dict[str, Any] | None) -> tuple[Any, ...]:
+                  window_value: str | None, run_id: str, drawn: dict[str, Any] | None,
+                  drawn_bars: list[Any]) -> tuple[Any, ...]:
     run = current_store().open(run_id)
     rank = parse_rank(rank_value, run_views.kernel_ranks(run))
     window, dtype = parse_window(window_value), _dtype(dtype_value)
@@ -214,21 +251,21 @@ def update_layers(rank_value: Any, dtype_value: Any, _clear_window: Any, _clear_
         runtime["layout"]["shapes"] = shapes
         throughput["layout"]["shapes"] = shapes
         detail = render_detail(run, rank, window, selected)
-        return (runtime, throughput, no_update, detail["detail_title"], detail["detail_bar"], detail["detail_rows"],
-                detail["detail_columns"], list(selected) if selected else None, no_update, no_update, no_update,
-                state)
+        return (runtime, throughput, no_update, detail["detail_title"], *detail_outputs(run_id, detail, drawn_bars),
+                selected is None, selected is None, list(selected) if selected else None, no_update, no_update,
+                no_update, state)
     view = render(run, rank, window, selected, dtype)
     return (
         # The peak only moves the throughput chart.
         no_update if fired == {"layers-dtype"} and _boxes_drawn(state, drawn) else view["runtime"],
-        view["throughput"], view["note"], view["detail_title"], view["detail_bar"],
-        view["detail_rows"], view["detail_columns"], list(selected) if selected else None,
+        view["throughput"], view["note"], view["detail_title"], *detail_outputs(run_id, view, drawn_bars),
+        selected is None, selected is None, list(selected) if selected else None,
         format_window(*window) if window else None, {} if window else {"display": "none"},
         window_text(window, run_views.run_origin_ns(run)), state,
     )
 
 
-@callback(Output("layers-kernels-table", "exportDataAsCsv"), Input("layers-csv", "n_clicks"),
-          prevent_initial_call=True)
-def export_layer_kernels_csv(_clicks: Any) -> bool:
-    return True
+@callback(Output({**DETAIL_TABLE, "part": ALL}, "exportDataAsCsv"), Input("layers-csv", "n_clicks"),
+          State({**DETAIL_TABLE, "part": ALL}, "id"), prevent_initial_call=True)
+def export_layer_kernels_csv(_clicks: Any, tables: list[Any]) -> list[bool]:
+    return [True] * len(tables)

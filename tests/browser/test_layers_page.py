@@ -39,20 +39,43 @@ def test_boxes_in_model_order_with_peak_and_unknown_flops(page: Page, server, ru
 def test_clicking_a_box_lists_its_kernels_and_writes_the_url(page: Page, server, run_id: str,
                                                             console_errors) -> None:
     open_layers(page, server, run_id)
+    # Until a layer is chosen there is no empty chart or grid to draw, only the hint.
+    expect(page.locator("#layers-detail-title")).to_contain_text("Click a box")
+    expect(page.locator("#layers-kernels-table")).to_have_count(0)
+    expect(page.locator("#layers-kernels-bar")).to_have_count(0)
+    expect(page.locator("#layers-csv")).to_be_disabled()
     # The third box of the backward trace is blocks.0.mlp (model order).
     backward = page.evaluate(
         "() => document.querySelector('#layers-runtime .js-plotly-plot').data.findIndex(t => t.name === 'backward')")
-    box = page.locator("#layers-runtime g.trace.boxes").nth(backward).locator("path.box").nth(2).bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    boxes = page.locator("#layers-runtime g.trace.boxes").nth(backward).locator("path.box")
+
+    def click_box(index: int) -> None:
+        box = boxes.nth(index).bounding_box()
+        assert box is not None
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+    click_box(1)
+    expect(page.locator("#layers-detail-title")).to_contain_text("Kernels of blocks.0.attn (backward)")
+    expect(page.locator("#layers-kernels-bar g.trace.bars g.point").first).to_be_visible()
+    expect(page.locator("#layers-csv")).to_be_enabled()
+    # Another layer updates the chart and the grid in place: the same elements, not new ones.
+    page.evaluate("() => { document.querySelector('#layers-kernels-table').dataset.mark = 'kept';"
+                  " document.querySelector('#layers-kernels-bar .js-plotly-plot').dataset.mark = 'kept'; }")
+    click_box(2)
     expect(page).to_have_url(re.compile(r"layer=blocks\.0\.mlp&pass=backward|pass=backward.*layer=blocks\.0\.mlp"))
     expect(page.locator("#layers-detail-title")).to_contain_text("Kernels of blocks.0.mlp (backward): 2 kernels")
     expect(page.locator(AG_ROWS)).to_have_count(2)
+    assert page.evaluate("() => document.querySelector('#layers-kernels-table').dataset.mark") == "kept"
+    assert page.evaluate("() => document.querySelector('#layers-kernels-bar .js-plotly-plot').dataset.mark") == "kept"
+    with page.expect_download() as download:
+        page.locator("#layers-csv").click()
+    assert download.value.suggested_filename == f"{run_id}-layer-kernels.csv"
     page.wait_for_function("() => document.querySelector('#layers-runtime .js-plotly-plot').layout.shapes.length === 1")
     expect(page.locator('.navbar a[href^="/timeline"]')).to_have_attribute("href", re.compile("layer=blocks.0.mlp"))
     page.locator("#layers-clear-layer").click()
     expect(page).not_to_have_url(re.compile("layer="))
-    expect(page.locator(AG_ROWS)).to_have_count(0)
+    expect(page.locator("#layers-kernels-table")).to_have_count(0)
+    expect(page.locator("#layers-clear-layer")).to_be_disabled()
     assert console_errors == []
 
 

@@ -25,17 +25,25 @@ def _parse_id(text: str) -> str | dict:
     return json.loads(text) if text.startswith("{") else text
 
 
+def _is_all(component: str | dict) -> bool:
+    parsed = _parse_id(component) if isinstance(component, str) else component
+    return isinstance(parsed, dict) and ["ALL"] in parsed.values()
+
+
 def callback_payload(dependencies: list[dict], output: str, values: dict[str, Any], changed: list[str]) -> dict:
     """The body for the callback whose outputs start with `output` ("id.prop"), as the renderer sends it.
 
     `values` gives inputs and states by "id.prop" (others are sent as null); `changed` lists the
-    "id.prop" of every input the renderer reports as changed in this one call.
+    "id.prop" of every input the renderer reports as changed in this one call. Pattern-matching
+    ALL dependencies match no component.
     """
     callback = next(dep for dep in dependencies if dep["output"].startswith(f"..{output}."))
-    outputs = []
+    outputs: list[Any] = []
     for part in callback["output"].strip(".").split("..."):
         component, prop = part.rsplit(".", 1)
-        outputs.append({"id": _parse_id(component), "property": prop})
+        parsed = _parse_id(component)
+        # A pattern-matching ALL output is sent as the list of components it matches: none here.
+        outputs.append([] if _is_all(parsed) else {"id": parsed, "property": prop})
 
     def key(item: dict) -> str:
         component = item["id"]
@@ -43,8 +51,9 @@ def callback_payload(dependencies: list[dict], output: str, values: dict[str, An
             component = json.dumps(component, sort_keys=True, separators=(",", ":"))
         return f"{component}.{item['property']}"
 
-    def listed(items: list[dict]) -> list[dict]:
-        return [{"id": item["id"], "property": item["property"], "value": values.get(key(item))} for item in items]
+    def listed(items: list[dict]) -> list[Any]:
+        return [[] if _is_all(item["id"]) else {"id": item["id"], "property": item["property"],
+                                                 "value": values.get(key(item))} for item in items]
 
     return {"output": callback["output"], "outputs": outputs, "inputs": listed(callback["inputs"]),
             "state": listed(callback["state"]), "changedPropIds": changed}
