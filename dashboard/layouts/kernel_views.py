@@ -18,8 +18,9 @@ WINDOW_RULES = {
     "layers": "Layer occurrences overlapping the window count, each with its whole duration",
 }
 # Numbers in the grid: 4 significant digits, thousands separators (d3 is in dash-ag-grid's function scope).
-_NUMBER_FORMAT = {"function": "params.value == null ? '–' : d3.format(',.4~r')(params.value)"}
-_COUNT_FORMAT = {"function": "params.value == null ? '–' : d3.format(',')(params.value)"}
+# assets/grid-formats.js: d3.format(",.4~r") and d3.format(","), with "–" for a missing value.
+NUMBER_FORMAT = {"function": "formatSig4(params.value)"}
+COUNT_FORMAT = {"function": "formatCount(params.value)"}
 
 
 def parse_rank(value: Any, ranks: tuple[int, ...]) -> int | None:
@@ -88,12 +89,12 @@ def kernel_rows(summary: pl.DataFrame, spread: pl.DataFrame | None = None) -> tu
 def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False) -> list[dict]:
     """ag-grid columns; op / layer rows show how many kernels they hold instead of launch shapes."""
     noun = {"name": "Kernel", "op": "Launching op", "layer": "Layer"}.get(group, group)
-    number = {"type": "numericColumn", "filter": "agNumberColumnFilter", "valueFormatter": _NUMBER_FORMAT,
+    number = {"type": "numericColumn", "filter": "agNumberColumnFilter", "valueFormatter": NUMBER_FORMAT,
               "minWidth": 120}
     columns: list[dict] = [
         {"field": "label", "headerName": noun, "tooltipField": "group", "pinned": "left", "minWidth": 300,
          "filter": "agTextColumnFilter"},
-        {"field": "count", "headerName": "launches", **number, "valueFormatter": _COUNT_FORMAT},
+        {"field": "count", "headerName": "launches", **number, "valueFormatter": COUNT_FORMAT},
         {"field": "total", "headerName": f"total ({units['total']})", "sort": "desc", **number},
         {"field": "share", "headerName": "share (%)", **number},
     ]

@@ -22,7 +22,7 @@ from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.compare import delta_figure, layer_delta_figure, layer_from_click, totals_scatter
 from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.context import current_store, fired_ids
-from dashboard.layouts.kernel_views import ALL_RANKS, kernel_table, parse_rank, rank_control
+from dashboard.layouts.kernel_views import ALL_RANKS, NUMBER_FORMAT, kernel_table, parse_rank, rank_control
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import url_state_store
 
@@ -33,7 +33,7 @@ EVIDENCE = "kernels"
 TOP_CHOICES = (10, 20, 30, 50)
 DEFAULT_TOP = 20
 _NUMBER = {"type": "numericColumn", "filter": "agNumberColumnFilter", "minWidth": 120,
-           "valueFormatter": {"function": "params.value == null ? '–' : d3.format(',.4~r')(params.value)"}}
+           "valueFormatter": NUMBER_FORMAT}
 
 
 def _top(value: Any) -> int:

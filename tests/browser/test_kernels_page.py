@@ -134,3 +134,21 @@ def test_group_by_layer_and_single_rank(page: Page, server, run_id: str, console
     expect(page.locator(CENTER_ROWS)).to_have_count(4)
     page.locator("#kernels-csv").click()  # the grid's own CSV export: must not raise in the page
     assert console_errors == []
+
+
+def test_table_numbers_read_as_d3_formatted_them(page: Page, server, run_id: str, console_errors) -> None:
+    # The formatters in assets/grid-formats.js stand in for d3.format(",.4~r") and d3.format(","):
+    # the expected texts are d3-format's for these values.
+    open_kernels(page, server, run_id)
+    cases = {
+        "formatSig4": [(98352, "98,350"), (135.3938, "135.4"), (1.5299, "1.53"), (0, "0"), (-1.5, "\u22121.5"),
+                       (1234567, "1,235,000"), (0.000012346, "0.00001235"), (None, "\u2013")],
+        "formatCount": [(98352, "98,352"), (7, "7"), (-1200, "\u22121,200"), (None, "\u2013")],
+    }
+    for function, pairs in cases.items():
+        shown = page.evaluate(f"values => values.map(v => window.dashAgGridFunctions.{function}(v))",
+                              [value for value, _ in pairs])
+        assert shown == [text for _, text in pairs], function
+    launches = page.locator(f"{CENTER_ROWS} [col-id='count']").first.inner_text()
+    assert re.fullmatch(r"\d{1,3}(,\d{3})*", launches), launches
+    assert console_errors == []
