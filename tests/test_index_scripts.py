@@ -22,3 +22,20 @@ def test_index_serves_regenerator_runtime_before_dash_renderer_and_no_babel_poly
     assert runtime < renderer
     # React still comes first.
     assert "react@" in scripts[0]
+
+
+def test_after_charts_is_served_before_dash_renderer_and_serialises_to_its_namespace(tmp_path: Path) -> None:
+    from dash import html
+
+    from dashboard.layouts.after_charts import NAMESPACE, AfterCharts
+
+    app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    html_text = app.server.test_client().get("/kernels").get_data(as_text=True)
+    scripts = re.findall(r'<script src="([^"]+)"', html_text)
+    # The renderer resolves window.dashboard_components.AfterCharts when it draws the layout.
+    defined = next(i for i, src in enumerate(scripts) if "/assets/after-charts.js" in src)
+    assert defined < next(i for i, src in enumerate(scripts) if "dash_renderer" in src)
+    assert "window.dashboard_components" in (Path(app.config.assets_folder) / "after-charts.js").read_text()
+    wrapped = AfterCharts(html.Div("table"), id="late", min_height=420).to_plotly_json()
+    assert wrapped["namespace"] == NAMESPACE and wrapped["type"] == "AfterCharts"
+    assert wrapped["props"]["min_height"] == 420 and wrapped["props"]["id"] == "late"

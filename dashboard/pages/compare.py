@@ -21,6 +21,7 @@ from dashboard.analysis.selection import format_keys, parse_keys
 from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.compare import delta_figure, layer_delta_figure, layer_from_click, totals_scatter
 from dashboard.figures.kernels import keys_from_event
+from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import ALL_RANKS, NUMBER_FORMAT, kernel_table, parse_rank, rank_control
 from dashboard.layouts.page import chart, page_header, resolve_run
@@ -168,8 +169,8 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
             html.Div([html.H6("Every kernel, largest change first", className="mb-0 me-3"),
                       dbc.Button("Download CSV", id="compare-csv", size="sm", color="primary", outline=True)],
                      className="d-flex align-items-center mb-2"),
-            kernel_table("compare-table", shown["rows"], shown["columns"], f"{chosen.id}-compare",
-                         selectable=False),
+            AfterCharts(kernel_table("compare-table", shown["rows"], shown["columns"], f"{chosen.id}-compare",
+                                     selectable=False), min_height=420),
         ], className="chart-card"),
     ], id="compare-page")
 

@@ -19,6 +19,7 @@ from dashboard.analysis import run_views
 from dashboard.analysis.selection import format_keys, format_window, parse_keys, parse_window
 from dashboard.analysis.units import format_ns
 from dashboard.figures.kernels import duration_scatter_figure, keys_from_event, selected_points, top_kernels_figure
+from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import (
     kernel_column_defs,
@@ -155,8 +156,9 @@ def layout(run: str | None = None, rank: str | None = None, sel: str | None = No
             html.Small("Tick rows to select kernels; click a bar or lasso points on the scatter to do the same.",
                        className="text-muted ms-3"),
         ], className="d-flex align-items-center mb-2"),
-        kernel_table("kernels-table", view["rows"], view["columns"], f"{chosen.id}-kernels",
-                     selected=view["table_selection"]["ids"]),
+        # Drawn after the charts: the grid's start would otherwise hold them back (see AfterCharts).
+        AfterCharts(kernel_table("kernels-table", view["rows"], view["columns"], f"{chosen.id}-kernels",
+                                 selected=view["table_selection"]["ids"]), min_height=420),
     ], className="chart-card")
     return html.Div([
         header,

@@ -17,6 +17,7 @@ import dash_bootstrap_components as dbc
 from dash import dcc, html
 
 from dashboard.analysis import memory_view as view
+from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import url_state_store
 from dashboard.pages import memory_callbacks  # noqa: F401  (registers the page's callbacks)
@@ -131,6 +132,6 @@ def layout(run: str | None = None, rank: str | None = None, **query: Any) -> htm
                 html.Small("Δ: what the op left behind (the next snapshot minus its own). Click a header to "
                            "sort; deallocate / get_device ops are not listed.", className="text-muted ms-3"),
             ], className="d-flex align-items-center flex-wrap mb-2"),
-            ops_table(data, state),
+            AfterCharts(ops_table(data, state), min_height=420),  # drawn after the curves
         ], className="chart-card"),
     ], id="memory-page")

@@ -10,27 +10,30 @@ import polars as pl
 from dash import html
 
 from dashboard.analysis import liveness
+from dashboard.layouts.after_charts import AfterCharts
 
 TABLE_IDS = {"SMEM": "planner-smem-table", "TMEM": "planner-tmem-table"}
 
 
 def _grid(component_id: str, rows: list[dict], columns: list[dict], file_name: str, *, row_id: str | None = None,
-          selectable: bool = False, selected: list[str] | None = None, height: int = 300) -> dag.AgGrid:
+          selectable: bool = False, selected: list[str] | None = None, height: int = 300) -> AfterCharts:
+    """A planner table, drawn after the page's charts (see AfterCharts)."""
     options: dict[str, Any] = {"animateRows": False, "enableCellTextSelection": True}
     if selectable:
         options["rowSelection"] = {"mode": "singleRow", "checkboxes": False, "enableClickSelection": True}
     extra: dict[str, Any] = {"getRowId": f"params.data.{row_id}"} if row_id else {}
     if selectable and selected:
         extra["selectedRows"] = {"ids": selected}
-    return dag.AgGrid(id=component_id, rowData=rows, columnDefs=columns,
+    grid = dag.AgGrid(id=component_id, rowData=rows, columnDefs=columns,
                       defaultColDef={"sortable": True, "resizable": True, "filter": True, "minWidth": 90, "flex": 1,
                                      "wrapHeaderText": True, "autoHeaderHeight": True},
                       dashGridOptions=options, className="ag-theme-alpine",
                       style={"height": f"{height}px", "width": "100%"},
                       csvExportParams={"fileName": f"{file_name}.csv", "allColumns": True}, **extra)
+    return AfterCharts(grid, min_height=height)
 
 
-def _table_card(title: str, grid: dag.AgGrid, csv_id: str, hint: str = "") -> html.Div:
+def _table_card(title: str, grid: AfterCharts, csv_id: str, hint: str = "") -> html.Div:
     return html.Div([
         html.Div([html.H6(title, className="mb-0 me-3"),
                   dbc.Button("Download CSV", id=csv_id, size="sm", color="primary", outline=True),

@@ -152,3 +152,28 @@ def test_table_numbers_read_as_d3_formatted_them(page: Page, server, run_id: str
     launches = page.locator(f"{CENTER_ROWS} [col-id='count']").first.inner_text()
     assert re.fullmatch(r"\d{1,3}(,\d{3})*", launches), launches
     assert console_errors == []
+
+
+ORDER_PROBE = """
+window.__drawn = {};
+new MutationObserver(() => {
+    const graphs = document.querySelectorAll('.dash-graph');
+    if (!window.__drawn.charts && graphs.length >= 2
+        && Array.from(graphs).every(graph => graph.querySelector('.main-svg'))) {
+        window.__drawn.charts = performance.now();
+    }
+    if (!window.__drawn.grid && document.querySelector('#kernels-table .ag-root-wrapper')) {
+        window.__drawn.grid = performance.now();
+    }
+}).observe(document, {subtree: true, childList: true});
+"""
+
+
+def test_the_table_starts_after_the_charts_are_drawn(page: Page, server, run_id: str, console_errors) -> None:
+    # The grid takes ~400 ms to start: it waits for the charts (AfterCharts) instead of holding them back.
+    page.add_init_script(ORDER_PROBE)
+    open_kernels(page, server, run_id)
+    expect(page.locator('[data-after-charts="drawn"]')).to_have_count(1)
+    drawn = page.evaluate("() => window.__drawn")
+    assert drawn["charts"] <= drawn["grid"], drawn
+    assert console_errors == []
