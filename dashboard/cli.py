@@ -6,6 +6,7 @@ click gives us `--help` for every flag and environment-variable fallbacks
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -14,7 +15,6 @@ from pathlib import Path
 
 import click
 
-from dashboard.collectors.base import IngestError
 from dashboard.settings import DEFAULT_HOST, DEFAULT_MAX_UPLOAD_MB, DEFAULT_PORT, Settings
 
 DATA_OPTION = click.option(
@@ -125,25 +125,35 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: st
     Several files or a folder of per-rank traces become one run with a rank column.
     Prints the created run id on stdout; progress goes to stderr.
     """
+    from dashboard.collectors.failures import ingest_failure, one_line
     from dashboard.store import RunStore
 
     debug = debug or bool(ctx.obj and ctx.obj.get("debug"))
+    _log_tracebacks(debug)
     progress = StderrProgress("ingest")
+    store = RunStore(data_dir)
     try:
-        run_id = RunStore(data_dir).ingest(list(paths), name=name, progress=progress)
-    except IngestError as exc:
-        progress.done()
-        _fail(f"error: {exc}", debug)
+        run_id = store.ingest(list(paths), name=name, progress=progress)
     except KeyboardInterrupt:
         progress.done()
         _fail("error: interrupted; no run was written", debug)
-    except Exception as exc:  # a parser bug must still name the inputs
+    except Exception as exc:  # every failure is one line naming the inputs (IngestError or not)
         progress.done()
-        names = ", ".join(str(p) for p in paths)
-        _fail(f"error: {names}: could not ingest ({type(exc).__name__}: {exc})", debug)
+        _fail(f"error: {ingest_failure(exc, ', '.join(str(p) for p in paths))}", debug)
     else:
         progress.done()
+        for warning in store.open(run_id).info.warnings:
+            click.echo(f"warning: {one_line(warning)}", err=True)
         click.echo(run_id)
+
+
+def _log_tracebacks(debug: bool) -> None:
+    """Logged tracebacks (the collectors' safety net logs one) reach stderr only under --debug."""
+    logger = logging.getLogger("dashboard")
+    if debug:
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    elif not logger.handlers:
+        logger.addHandler(logging.NullHandler())  # else Python's last-resort handler prints them
 
 
 @cli.command("runs")

@@ -13,6 +13,7 @@ gone, moves the upload to `uploads/failed/<job>/` and reports the job failed.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import socket
@@ -22,8 +23,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dashboard.collectors.base import IngestError
+from dashboard.collectors.failures import ingest_failure
 from dashboard.store import RunStore
+
+_log = logging.getLogger(__name__)
 
 _JOB_ID_CHARS = set("0123456789abcdef")
 
@@ -122,9 +125,8 @@ class IngestJobs:
         try:
             run_id = self.store.ingest(files, name=name, progress=progress)
         except Exception as exc:  # every failure must reach the page, named
-            problem = str(exc).replace(prefix, "")
-            if not isinstance(exc, IngestError):
-                problem = f"{', '.join(names)}: could not ingest ({type(exc).__name__}: {problem})"
+            _log.warning("ingest job %s failed", job_id, exc_info=True)  # the traceback for the server log
+            problem = ingest_failure(exc, ", ".join(names)).replace(prefix, "")
             kept = self._keep_failed_upload(upload_folder, job_id)
             self._write(job_id, {"state": "error", "error": problem, "files": names, "kept_at": str(kept)})
             return

@@ -9,6 +9,7 @@ recognises are kept as sources but not parsed.
 from __future__ import annotations
 
 import importlib
+import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,10 @@ from dashboard.collectors.base import (
     no_progress,
     probe_file,
 )
+from dashboard.collectors.failures import describe_failure
+from dashboard.validation import drop_impossible_rows
+
+_log = logging.getLogger(__name__)
 
 # Order matters: the first collector that recognises a file owns it, so the
 # most specific formats come first.
@@ -176,19 +181,57 @@ class CollectedRun:
     ignored: list[Path]
 
 
-def _merge(frames: dict[str, list[pl.DataFrame]]) -> dict[str, pl.DataFrame]:
-    merged: dict[str, pl.DataFrame] = {}
-    for table, parts in frames.items():
-        conformed = [schema.conform(table, part) for part in parts]
-        merged[table] = conformed[0] if len(conformed) == 1 else pl.concat(conformed, how="vertical")
-    return merged
+def source_label(files: Sequence[Path]) -> str:
+    """How warnings and errors name a group of files: the file, or their folder and count."""
+    if len(files) == 1:
+        return str(files[0])
+    parents = {Path(f).parent for f in files}
+    folder = parents.pop() if len(parents) == 1 else Path(*_common_parts(files))
+    return f"{folder}{'/' if str(folder) != '/' else ''} ({len(files)} files)"
+
+
+def _common_parts(files: Sequence[Path]) -> list[str]:
+    parts = [Path(f).parent.parts for f in files]
+    common: list[str] = []
+    for level in zip(*parts, strict=False):
+        if len(set(level)) != 1:
+            break
+        common.append(level[0])
+    return common or ["."]
+
+
+def _parse_group(collector: Collector, files: list[Path], progress: ProgressFn) -> Collected:
+    """One collector's files as canonical tables without impossible rows.
+
+    The safety net of the error contract: an IngestError passes as it is; any
+    other exception (a parser bug, a library refusing a value) becomes an
+    IngestError naming the files in plain words, its traceback logged for
+    `--debug` and the server log.
+    """
+    label = source_label(files)
+    try:
+        result = collector.collect(files, progress)
+        tables = {table: schema.conform(table, frame) for table, frame in result.tables.items()}
+        tables, dropped = drop_impossible_rows(tables, label)
+    except IngestError:
+        raise
+    except Exception as exc:
+        _log.error("%s: %s collector failed", label, collector.name, exc_info=True)
+        reader = f"the {collector.description} reader"
+        raise IngestError(label, describe_failure(exc, reader)) from exc
+    return Collected(tables=tables, metadata=result.metadata, warnings=[*result.warnings, *dropped])
 
 
 def collect(paths: Sequence[Path], progress: ProgressFn = no_progress) -> CollectedRun:
     """Detect and parse every input into one set of canonical tables."""
     started = time.perf_counter()
     progress(0.0, "detecting formats")
-    detection = detect(paths)
+    try:
+        detection = detect(paths)
+    except OSError as exc:  # unreadable file or folder (permissions, a vanished file)
+        _log.error("detecting formats failed", exc_info=True)
+        where = exc.filename or ", ".join(str(p) for p in paths)
+        raise IngestError(where, describe_failure(exc)) from exc
     frames: dict[str, list[pl.DataFrame]] = {}
     metadata: dict[str, Any] = {}
     warnings = [f"{p}: not recognised, kept as a source but not parsed" for p in detection.ignored]
@@ -202,13 +245,13 @@ def collect(paths: Sequence[Path], progress: ProgressFn = no_progress) -> Collec
             done = None if fraction is None else low + (high - low) * min(max(fraction, 0.0), 1.0)
             progress(done, f"{label}: {message}")
 
-        result: Collected = collector.collect(files, scaled)
+        result = _parse_group(collector, files, scaled)
         for table, frame in result.tables.items():
             frames.setdefault(table, []).append(frame)
         if result.metadata:
             metadata[name] = result.metadata
         warnings.extend(result.warnings)
-    tables = {t: f for t, f in _merge(frames).items() if f.height > 0}
+    tables = {t: f for t, parts in frames.items() if (f := pl.concat(parts, how="vertical")).height > 0}
     progress(1.0, "parsed")
     return CollectedRun(
         tables=tables,
