@@ -236,7 +236,10 @@ class RunStore:
             raise IngestError("(no input)", "nothing to ingest: give at least one file or folder")
         collected = registry.collect(inputs, progress)
         if not collected.tables:
-            raise IngestError(inputs[0], "recognised, but it holds no events or records to show")
+            # Say why when the rows were there but none could be kept.
+            reasons = "; ".join(w.removeprefix(f"{inputs[0]}: ") for w in collected.warnings[:3])
+            raise IngestError(inputs[0], "recognised, but it holds no events or records to show"
+                              + (f" ({reasons})" if reasons else ""))
         progress(None, "writing run")
         return self.write(
             name=name or default_name(inputs),

@@ -142,8 +142,14 @@ class RawColumns:
             self.problems[f"`{name}` values given as strings (converted to numbers)"] += strings
         texts = pl.Series(name, [_scalar_text(v) for v in values], dtype=pl.String)
         number = texts.cast(pl.Float64, strict=False)
+        if dtype == pl.Float64:
+            return number
         # "12.0" must still become 12 where an integer is expected.
-        return number if dtype == pl.Float64 else number.round(0).cast(dtype, strict=False)
+        integer = number.round(0).cast(dtype, strict=False)
+        too_large = int((number.is_not_null() & integer.is_null()).sum())
+        if too_large:
+            self.problems[f"`{name}` values too large for a 64-bit integer (left empty)"] += too_large
+        return integer
 
     def ids(self, field: str) -> tuple[pl.Series, pl.Series]:
         """(key, number) for a pid / tid: ints stay ints, strings keep their digits.
@@ -158,7 +164,11 @@ class RawColumns:
         except (TypeError, OverflowError):
             pass
         texts = pl.Series(field, [_scalar_text(v) for v in values], dtype=pl.String)
-        number = texts.str.extract(_DIGITS, 1).cast(pl.Int64, strict=False)
+        digits = texts.str.extract(_DIGITS, 1)
+        number = digits.cast(pl.Int64, strict=False)
+        too_large = int((digits.is_not_null() & number.is_null()).sum())
+        if too_large:
+            self.problems[f"`{field}` values too large for an id (kept without a number)"] += too_large
         fallback = -(texts.hash() // 4).cast(pl.Int64) - 1
         return number.fill_null(fallback).alias(field), number
 

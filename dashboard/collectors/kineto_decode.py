@@ -33,6 +33,7 @@ import msgspec
 import polars as pl
 
 from dashboard.collectors.base import IngestError, read_source_bytes
+from dashboard.collectors.failures import msgspec_offset
 from dashboard.collectors.kineto_columns import (
     API_CATEGORIES,
     FLOW_CATEGORIES,
@@ -50,6 +51,10 @@ from dashboard.gc_pause import gc_paused
 CHUNK_BYTES = 8 * 1024 * 1024
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _EMPTY_RAW = msgspec.Raw(b"")
+_BOM = b"\xef\xbb\xbf"
+_REPLACEMENT = "\ufffd"
+NOT_UTF8 = "byte sequences that are not UTF-8 text, replaced by U+FFFD"
+TOO_DEEP = "JSON nested too deeply to read (more than ~1,000 levels of brackets)"
 
 
 class _Top(msgspec.Struct):
@@ -158,18 +163,29 @@ class DecodedTrace:
     problems: Counter[str] = field(default_factory=Counter)
 
 
+def _json_kind(data: bytes | memoryview) -> str:
+    first = bytes(data[:64]).lstrip()[:1]
+    kinds = {b"[": "an array", b'"': "a string", b"t": "a boolean", b"f": "a boolean", b"n": "null"}
+    return kinds.get(first, "a number")
+
+
 def decode_top(path: Path, data: bytes | memoryview) -> _Top:
     if not bytes(data[:4096]).strip() and not bytes(data).strip():
         raise IngestError(path, "the file is empty")
     try:
         return TOP_DECODER.decode(data)
-    except msgspec.ValidationError as exc:  # valid JSON of the wrong shape (a subclass of DecodeError)
-        raise IngestError(path, f"not a Kineto trace: expected a JSON object with `traceEvents` ({exc})") from None
+    except msgspec.ValidationError:  # valid JSON of the wrong shape (a subclass of DecodeError)
+        raise IngestError(
+            path, f"not a Kineto trace: expected a JSON object with `traceEvents`, found {_json_kind(data)}"
+        ) from None
     except msgspec.DecodeError as exc:
-        text = str(exc)
-        if "truncated" in text:
+        if "truncated" in str(exc):
             raise IngestError(path, "truncated JSON: the file ends before the trace document does") from None
-        raise IngestError(path, f"not valid JSON ({text})") from None
+        offset = msgspec_offset(exc)
+        where = "" if offset is None else f" (where: byte offset {offset:,})"
+        raise IngestError(path, f"not valid JSON{where}") from None
+    except RecursionError:
+        raise IngestError(path, TOO_DEEP) from None
 
 
 def _bracketed(body: memoryview) -> bytearray:
@@ -271,10 +287,37 @@ def _with_default_args(event: Any) -> Any:
 
 
 def decode_file(path: Path, progress: Callable[[float], None] = lambda fraction: None) -> DecodedTrace:
-    """Read, validate and decode one trace file (gzip or plain JSON)."""
+    """Read, validate and decode one trace file (gzip or plain JSON).
+
+    Text that is not UTF-8 (a cut multi-byte character in a kernel name) is
+    replaced by U+FFFD and counted rather than refused: the rest of the trace
+    is good. The check costs nothing on valid files: only a decode that
+    failed on it pays for the repair.
+    """
     data: bytes | memoryview = read_source_bytes(path)
-    if data[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte order mark, which JSON parsers refuse
+    if data[:3] == _BOM:  # a UTF-8 byte order mark, which JSON parsers refuse
         data = memoryview(data)[3:]
+    try:
+        return _decode_document(path, data, progress)
+    except UnicodeDecodeError:
+        pass
+    raw = bytes(data)
+    del data
+    try:
+        raw.decode("utf-8")
+        first_bad = None
+    except UnicodeDecodeError as exc:
+        first_bad = exc.start
+    text = raw.decode("utf-8", errors="replace")
+    replaced = text.count(_REPLACEMENT) - raw.count(_REPLACEMENT.encode())
+    del raw
+    trace = _decode_document(path, text.encode(), progress)
+    where = "" if first_bad is None else f" (first at byte offset {first_bad:,})"
+    trace.problems[NOT_UTF8 + where] += max(replaced, 1)
+    return trace
+
+
+def _decode_document(path: Path, data: bytes | memoryview, progress: Callable[[float], None]) -> DecodedTrace:
     with gc_paused():
         top = decode_top(path, data)
         events = memoryview(top.traceEvents)
@@ -288,7 +331,10 @@ def decode_file(path: Path, progress: Callable[[float], None] = lambda fraction:
             top=top_fields(top),
             frames={},
         )
-        parts = _decode_events(events, trace, progress)
+        try:
+            parts = _decode_events(events, trace, progress)
+        except RecursionError:
+            raise IngestError(path, f"an event's {TOO_DEEP}") from None
         del events, top, data
     trace.frames = {
         kind: pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()

@@ -89,7 +89,7 @@ def _find_span(data: mmap.mmap) -> tuple[int, int, msgspec.Struct] | None:
     for close_at in closers:
         try:
             top = TOP_DECODER.decode(head + b"[]" + data[close_at + 1 :])
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
             continue
         if bytes(top.traceEvents) == b"[]":
             return open_at, close_at, top
@@ -276,8 +276,9 @@ class _Dispatch:
                     start, stop = self.tasks[index]
                     try:
                         self.results[index] = decode_range(data, start, stop, self.chunk_bytes)
-                    except msgspec.DecodeError:
-                        return None  # a wrong cut: the caller decodes in one process
+                    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+                        # A wrong cut, or content the single-process path repairs or names precisely.
+                        return None
                     self._done(index)
                     running = self._drain(running, block=False)
             while running:

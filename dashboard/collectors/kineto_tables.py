@@ -19,9 +19,16 @@ from typing import Any
 
 import polars as pl
 
+from dashboard.collectors.base import IngestError
 from dashboard.collectors.kineto_decode import DecodedTrace
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[-_]?(\d+)", re.IGNORECASE)
+# `rank` is Int32 in every table.
+MAX_RANK = 2**31 - 1
+# Bounds that keep base + ts + dur inside int64 ns (3e18 ns is about 95 years):
+# a value beyond them is a corrupt field, not a time.
+MAX_US = 3e15
+MAX_BASE_NS = 3 * 10**18
 
 KINDS = ("gpu", "api", "range", "flow")
 
@@ -40,7 +47,8 @@ def rank_from_name(path: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _declared_rank(trace: DecodedTrace) -> int | None:
+def _info_rank(trace: DecodedTrace) -> int | None:
+    """`distributedInfo.rank` as a number, whatever its size; None when absent or not a number."""
     info = trace.top.get("distributedInfo")
     if isinstance(info, dict):
         rank = info.get("rank")
@@ -48,7 +56,16 @@ def _declared_rank(trace: DecodedTrace) -> int | None:
             return rank
         if isinstance(rank, str) and rank.isdigit():
             return int(rank)
-    return rank_from_name(trace.path)
+    return None
+
+
+def _usable(rank: int | None) -> int | None:
+    return rank if rank is not None and rank <= MAX_RANK else None
+
+
+def _declared_rank(trace: DecodedTrace) -> int | None:
+    rank = _usable(_info_rank(trace))
+    return rank if rank is not None else _usable(rank_from_name(trace.path))
 
 
 def assign_ranks(traces: Sequence[DecodedTrace]) -> tuple[list[int], list[str]]:
@@ -56,6 +73,11 @@ def assign_ranks(traces: Sequence[DecodedTrace]) -> tuple[list[int], list[str]]:
     declared = [_declared_rank(trace) for trace in traces]
     used = {rank for rank in declared if rank is not None}
     warnings = []
+    for trace in traces:
+        for source, rank in (("distributedInfo", _info_rank(trace)), ("the file name", rank_from_name(trace.path))):
+            if rank is not None and rank > MAX_RANK:
+                warnings.append(f"{trace.path}: rank {rank} in {source} is beyond the largest usable rank "
+                                f"({MAX_RANK:,}); ignored")
     ranks = []
     next_free = 0
     for trace, rank in zip(traces, declared, strict=True):
@@ -86,11 +108,14 @@ def _ns(column: str, base: int) -> pl.Expr:
 
 def _base_ns(trace: DecodedTrace) -> int:
     base = trace.top.get("baseTimeNanoseconds")
-    if isinstance(base, int) and not isinstance(base, bool):
-        return base
     if isinstance(base, float) and base.is_integer():
-        return int(base)
-    return 0
+        base = int(base)
+    if not isinstance(base, int) or isinstance(base, bool):
+        return 0
+    if abs(base) > MAX_BASE_NS:
+        raise IngestError(trace.path, f"`baseTimeNanoseconds` is {base}, not a time in ns "
+                                      "(where: the top-level baseTimeNanoseconds field)")
+    return base
 
 
 def _drop_exact_duplicates(frame: pl.DataFrame, probe: str) -> tuple[pl.DataFrame, int]:
@@ -120,6 +145,15 @@ def _clean(frame: pl.DataFrame, kind: str, path: Path, base: int, warnings: list
         count = int(missing.sum())
         warnings.append(f"{path}: skipped {count} {what} without {', '.join(f'`{c}`' for c in required)}")
         frame = frame.filter(~missing)
+    timed = ["ts"] if kind == "flow" else ["ts", "dur"]
+    unusable = frame.select(
+        pl.any_horizontal(~pl.col(c).is_finite() | (pl.col(c).abs() > MAX_US) for c in timed)
+    ).to_series()
+    if unusable.any():
+        fields = " or ".join(f"`{c}`" for c in timed)
+        warnings.append(f"{path}: dropped {int(unusable.sum())} {what} whose {fields} is not a usable time "
+                        "(not finite, or beyond ±95 years)")
+        frame = frame.filter(~unusable)
     if kind != "flow":
         negative = frame.get_column("dur") < 0
         if negative.any():

@@ -23,6 +23,7 @@ rank variable in TARGET_INFO_SYSTEM_ENV, else the file name (`…rank3`,
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ import polars as pl
 
 from dashboard.collectors import nsys_enums
 from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn
+from dashboard.collectors.failures import describe_failure, sqlite_problem
 from dashboard.collectors.nsys_db import SQLITE_ERRORS, SQLITE_MAGIC, Export, connect, table_names
 from dashboard.collectors.nsys_nvtx import enclosing_range, nest
 
@@ -43,6 +45,7 @@ RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 DRIVER = "CUPTI_ACTIVITY_KIND_DRIVER"
 NVTX = "NVTX_EVENTS"
 
+_log = logging.getLogger(__name__)
 _NSYS_PREFIXES = ("CUPTI_ACTIVITY_KIND_", "TARGET_INFO_", "NVTX_EVENTS", "META_DATA_EXPORT", "EXPORT_META_DATA")
 _I64, _STR = pl.Int64, pl.String
 _RANK_TEXT = r"(?i)\brank\s*[#:=]?\s*(\d+)"
@@ -256,9 +259,10 @@ def read_export(path: Path) -> ExportTables:
         metadata = _metadata(db, pids, devices, _nvtx_of_type(db, domain_id).drop_nulls("domain"))
         metadata |= {"rank_source": rank_source}
     except SQLITE_ERRORS as exc:  # enum and PRAGMA reads outside Export.frame
-        raise IngestError(path, f"corrupt SQLite database ({exc})") from None
+        raise IngestError(path, f"corrupt SQLite database: {sqlite_problem(exc)}") from None
     except pl.exceptions.PolarsError as exc:  # e.g. a damaged cell that breaks a join or cast
-        raise IngestError(path, f"unexpected values in the export ({exc})") from None
+        _log.error("%s: unexpected values in the export", path, exc_info=True)
+        raise IngestError(path, f"unexpected values in the export: {describe_failure(exc)}") from None
     finally:
         db.close()
     tables = {

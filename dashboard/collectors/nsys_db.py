@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from dashboard.collectors.base import IngestError, is_gzip, read_source_bytes
+from dashboard.collectors.failures import sqlite_problem
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _HEADER_BYTES = 100
@@ -60,7 +61,7 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.text_factory = _decode
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except SQLITE_ERRORS as exc:
-        raise IngestError(path, f"corrupt SQLite database ({exc})") from None
+        raise IngestError(path, f"corrupt SQLite database: {sqlite_problem(exc)}") from None
     return conn
 
 
@@ -81,7 +82,7 @@ class Export:
         try:
             self.tables = table_names(self.conn)
         except SQLITE_ERRORS as exc:
-            raise IngestError(path, f"corrupt SQLite database ({exc})") from None
+            raise IngestError(path, f"corrupt SQLite database: {sqlite_problem(exc)}") from None
         self._columns: dict[str, dict[str, str]] = {}
         self._strings: tuple[pl.Series, pl.Series] | None = None
 
@@ -176,14 +177,39 @@ class Export:
             while rows := cursor.fetchmany(_CHUNK_ROWS):
                 chunks.append(pl.DataFrame(rows, schema=schema, orient="row"))
         except SQLITE_ERRORS as exc:
-            raise IngestError(self.path, f"corrupt SQLite database while reading {table} ({exc})") from None
-        except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError) as exc:
-            raise IngestError(self.path, f"unexpected values in table {table} ({exc})") from None
+            raise IngestError(self.path, f"corrupt SQLite database while reading {table}: {sqlite_problem(exc)}") \
+                from None
+        except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError):
+            raise IngestError(self.path, self._wrong_type(table, fields, where)) from None
         return pl.concat(chunks) if chunks else pl.DataFrame(schema=schema)
+
+    def _wrong_type(self, table: str, fields: dict[str, tuple[str, pl.DataType]], where: str) -> str:
+        """Which column holds a value of the wrong type (text in a number column), and where."""
+        for alias, (expr, dtype) in fields.items():
+            if expr == "NULL" or not dtype.is_integer():
+                continue
+            condition = f"typeof({expr}) NOT IN ('integer', 'null')" + (f" AND ({where})" if where else "")
+            try:
+                found = self.conn.execute(
+                    f"SELECT count(*), min(t.rowid) FROM {_quote(table)} t WHERE {condition}").fetchone()
+                if not found or not found[0]:
+                    continue
+                kind, value = self.conn.execute(
+                    f"SELECT typeof({expr}), CAST({expr} AS TEXT) FROM {_quote(table)} t WHERE t.rowid = ?",
+                    (found[1],)).fetchone()
+            except SQLITE_ERRORS:
+                continue
+            column = expr[len('t."'):-1] if expr.startswith('t."') and expr.endswith('"') else alias
+            shown = (value[:40] + "…") if isinstance(value, str) and len(value) > 40 else value
+            what = {"text": "text", "real": "a fractional or too large number", "blob": "binary data"}.get(kind, kind)
+            rows = f"{found[0]:,} row{'s' if found[0] != 1 else ''}"
+            return (f"{what} where an integer is expected (where: table {table}, column {column}, {rows}, "
+                    f"first at rowid {found[1]}: {shown!r})")
+        return f"values of an unexpected type or size (where: table {table})"
 
     def pairs(self, sql: str) -> list[tuple]:
         """A small metadata query; a failure here is a corrupt file."""
         try:
             return self.conn.execute(sql).fetchall()
         except SQLITE_ERRORS as exc:
-            raise IngestError(self.path, f"corrupt SQLite database ({exc})") from None
+            raise IngestError(self.path, f"corrupt SQLite database: {sqlite_problem(exc)}") from None
