@@ -210,7 +210,8 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
 
 # Which kinds of evidence a run holds follows from the tables it has.
 EVIDENCE_TABLES: dict[str, tuple[str, ...]] = {
-    "kernels": ("kernels", "memcpy", "api_calls"),
+    # API calls alone are not kernel activity: a CPU-only trace still has some.
+    "kernels": ("kernels", "memcpy"),
     "layers": ("ranges",),
     "stacks": ("stack",),
     "memory": ("op_memory",),

@@ -37,7 +37,10 @@ How bad input is handled:
 * negative `dur`: dropped, counted. Exact duplicate events: kept once, counted.
 * unknown categories: kept as ranges under their own category name.
 * instants (`[memory]`), metadata (`M`) and launch flows carry nothing the
-  tables need and are ignored; the profiler span (`Trace`) too.
+  tables need and are ignored; the profiler span (`Trace`) too. What a file
+  holds is counted per category (`kineto_census`): a file without kernels,
+  interval categories the dashboard does not know (other accelerators' device
+  activity) and ignored instants are named in warnings with their counts.
 * sampled traces (missing events): orphan correlations simply stay unlinked.
 """
 
@@ -56,6 +59,7 @@ from dashboard.collectors.kineto_attribution import (
     memcpy_table,
     ranges_table,
 )
+from dashboard.collectors.kineto_census import census_warnings
 from dashboard.collectors.kineto_decode import DecodedTrace, decode_file
 from dashboard.collectors.kineto_parallel import decode_parallel
 from dashboard.collectors.kineto_ranges import annotate, prepare
@@ -106,6 +110,8 @@ class KinetoCollector:
                 raise IngestError(path, "the trace holds no events (`traceEvents` is empty)")
             traces.append(trace)
         ranks, warnings = assign_ranks(traces)
+        for trace in traces:
+            warnings += census_warnings(trace.path, trace.categories)
         metadata = _metadata(traces, ranks)
         progress(0.7, "normalising times")
         events = normalise(traces, ranks)
@@ -131,7 +137,7 @@ class KinetoCollector:
         if ranges.height:
             tables["ranges"] = ranges_table(ranges)
         if not any(frame.height for frame in tables.values()):
-            warnings.append("no kernels, copies, ranges or API calls in the given traces")
+            warnings.append(f"{', '.join(map(str, sources))}: no kernels, copies, ranges or API calls")
         progress(1.0, "done")
         return Collected(tables=tables, metadata=metadata, warnings=warnings)
 

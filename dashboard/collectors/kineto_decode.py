@@ -161,6 +161,8 @@ class DecodedTrace:
     lenient: bool = False
     ignored: int = 0  # instants, metadata and flows other than fwdbwd
     problems: Counter[str] = field(default_factory=Counter)
+    # Events per "category<TAB>ph" (category normalised, "" when absent): what the file holds.
+    categories: Counter[str] = field(default_factory=Counter)
 
 
 def _json_kind(data: bytes | memoryview) -> str:
@@ -253,6 +255,7 @@ def frames_of_chunk(events: list[Any], trace: DecodedTrace, parts: dict[str, lis
     if lenient:
         events = [event if event.args is not None else _with_default_args(event) for event in events]
     for category, ph, group in group_events(events, lenient):
+        trace.categories[f"{category or ''}\t{ph or ''}"] += len(group)  # one count per group, not per event
         if category in FLOW_CATEGORIES:
             if category == "fwdbwd" and ph in ("s", "f"):
                 parts["flow"].append(flow_frame(RawColumns(group, lenient, trace.problems)))
@@ -350,6 +353,7 @@ def _decode_events(
         parts: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "range": [], "flow": []}
         trace.events = trace.ignored = 0
         trace.problems.clear()
+        trace.categories.clear()
         try:
             for chunk, done in chunker(events):
                 decoded = decode_chunk(chunk, trace)

@@ -329,6 +329,7 @@ def _joined(path: Path, top: msgspec.Struct, results: list[_Result]) -> DecodedT
         trace.events += counts["events"]
         trace.ignored += counts["ignored"]
         trace.problems.update(counts["problems"])
+        trace.categories.update(counts["categories"])
         trace.lenient = trace.lenient or counts["lenient"]
         for kind, frame in frames.items():
             parts[kind].append(frame)

@@ -64,6 +64,7 @@ def decode_range(
         "events": trace.events,
         "ignored": trace.ignored,
         "problems": dict(trace.problems),
+        "categories": dict(trace.categories),
         "lenient": trace.lenient,
     }
     return frames, counts

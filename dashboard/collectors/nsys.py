@@ -249,6 +249,10 @@ def read_export(path: Path) -> ExportTables:
                 "the export holds no CUDA kernels, copies, API calls or NVTX ranges "
                 "(was it captured with --trace=cuda,nvtx?)",
             )
+        if not kernels.height:
+            found = ", ".join(f"{frame.height:,} {what}" for frame, what in
+                              ((copies, "copies and memsets"), (calls, "CUDA API calls"), (ranges, "NVTX ranges")))
+            warnings.append(f"{path}: no GPU kernels ({found})")
         # Attribute on the launching thread's ranges, by correlation id.
         kernels = kernels.with_columns(op=enclosing_range(kernels, calls, ranges))
         copies = copies.with_columns(op=enclosing_range(copies, calls, ranges))
