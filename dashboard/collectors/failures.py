@@ -68,8 +68,8 @@ def msgspec_offset(exc: BaseException) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def json_problem(data: bytes) -> str:
-    """Why `data` is not valid JSON, with line and column, in plain words."""
+def json_problem(data: bytes, shape: str = "not the expected shape") -> str:
+    """Why a reader refused `data`: not UTF-8, not JSON (line and column), too deep, or the wrong `shape`."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -80,7 +80,7 @@ def json_problem(data: bytes) -> str:
         return f"not valid JSON (where: line {exc.lineno}, column {exc.colno})"
     except RecursionError:
         return "JSON nested too deeply to read (more levels of brackets than a parser can follow)"
-    return "valid JSON, but not the expected shape"
+    return f"valid JSON, but {shape}"
 
 
 def one_line(text: str) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from dashboard.collectors.base import IngestError
+from dashboard.collectors.failures import json_problem
 from dashboard.collectors.tt_common import mib_to_bytes, op_memory_columns, top_program_of
 from dashboard.collectors.tt_mlir_text import tensor_facts
 
@@ -42,9 +43,8 @@ class JsonTables:
 def _read_json(path: Path, data: bytes) -> pl.DataFrame:
     try:
         return pl.read_json(io.BytesIO(data), infer_schema_length=None)
-    except Exception as exc:  # polars raises several kinds for bad JSON
-        raise IngestError(path, f"not valid JSON or not a table of records ({str(exc).splitlines()[0][:200]})") \
-            from None
+    except Exception:  # polars raises several kinds for bad JSON; its wording is not for users
+        raise IngestError(path, json_problem(data, "not a table of records")) from None
 
 
 def _records(path: Path, data: bytes, what: str) -> tuple[pl.DataFrame, dict[str, Any]]:
@@ -57,6 +57,8 @@ def _records(path: Path, data: bytes, what: str) -> tuple[pl.DataFrame, dict[str
         records = frame.select(pl.col("operations").explode()).filter(pl.col("operations").is_not_null())
         if records.is_empty():
             raise IngestError(path, f"the {what} has no operations")
+        if not isinstance(records.schema["operations"], pl.Struct):
+            raise IngestError(path, f"the {what}'s `operations` are not JSON objects (where: the `operations` list)")
         frame = records.unnest("operations")
     if frame.is_empty():
         raise IngestError(path, f"the {what} has no operations")
