@@ -30,6 +30,7 @@ def _assert_same(parallel: DecodedTrace | None, serial: DecodedTrace) -> None:
     assert parallel.top == serial.top
     assert (parallel.events, parallel.ignored, parallel.lenient) == (serial.events, serial.ignored, serial.lenient)
     assert parallel.problems == serial.problems
+    assert parallel.categories == serial.categories and sum(serial.categories.values()) == serial.events
     assert parallel.frames.keys() == serial.frames.keys()
     # Rows come grouped by category within each chunk, so their order depends
     # on where chunks are cut (in either path); the content must not.

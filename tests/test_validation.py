@@ -1,0 +1,69 @@
+"""Rows that cannot be right are dropped and counted, per table, with exact wording."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from dashboard import schema
+from dashboard.validation import TEN_YEARS_NS, drop_impossible_rows, rows_of, trace_base_ns
+
+T0 = 1_700_000_000_000_000_000  # an epoch-scale base, in ns
+
+
+def _kernels(spans: list[tuple[int, int]]) -> pl.DataFrame:
+    frame = pl.DataFrame({"name": [f"k{i}" for i in range(len(spans))], "start_ns": [s for s, _ in spans],
+                          "end_ns": [e for _, e in spans]})
+    return schema.conform("kernels", frame)
+
+
+def test_end_before_start_is_dropped_and_counted() -> None:
+    spans = [(T0 + i, T0 + i + 10) for i in range(200)] + [(T0 + 500 + i, T0 + 400) for i in range(144)]
+    kept, warnings = drop_impossible_rows({"kernels": _kernels(spans)}, "trace.json")
+    assert kept["kernels"].height == 200
+    assert warnings == ["trace.json: 144 kernels end before they start; dropped"]
+
+
+def test_singular_wording_and_every_rule_once_per_row() -> None:
+    copies = schema.conform("memcpy", pl.DataFrame({
+        "start_ns": [T0, T0 + 10, T0 + 20, -(2**63), T0 + 40],
+        "end_ns": [T0 + 5, T0 + 5, T0 + 25, T0, T0 + 45],
+        "bytes": [64, 64, -1, -1, None],  # unknown bytes (null) are not negative
+    }))
+    kept, warnings = drop_impossible_rows({"memcpy": copies}, "x.sqlite")
+    assert kept["memcpy"]["start_ns"].to_list() == [T0, T0 + 40]
+    assert warnings == [
+        "x.sqlite: 1 copy starts or ends more than 10 years away from the rest of the trace; dropped",
+        "x.sqlite: 1 copy ends before it starts; dropped",
+        "x.sqlite: 1 copy has a negative byte count; dropped",
+    ]
+
+
+def test_the_base_is_the_median_so_wild_values_cannot_move_it() -> None:
+    spans = [(T0 + i, T0 + i + 1) for i in range(5)] + [(2**62, 2**62 + 1), (-(2**63), 0)]
+    tables = {"kernels": _kernels(spans), "ranges": schema.conform("ranges", pl.DataFrame(
+        {"start_ns": [T0 + 7], "end_ns": [T0 + 8 + TEN_YEARS_NS]}))}
+    assert abs(trace_base_ns(tables) - (T0 + 4)) < 1_000  # a float median: ns-exact does not matter here
+    kept, warnings = drop_impossible_rows(tables, "t.json")
+    assert kept["kernels"].height == 5 and kept["ranges"].height == 0
+    assert warnings == [
+        "t.json: 2 kernels start or end more than 10 years away from the rest of the trace; dropped",
+        "t.json: 1 range starts or ends more than 10 years away from the rest of the trace; dropped",
+    ]
+
+
+def test_a_trace_near_zero_keeps_negative_times_within_ten_years() -> None:
+    # nsys times are relative to the session start: a few seconds before it is fine.
+    kept, warnings = drop_impossible_rows({"kernels": _kernels([(-5_000_000_000, -4_000_000_000), (0, 10)])}, "n")
+    assert kept["kernels"].height == 2 and warnings == []
+
+
+def test_tables_without_times_or_bytes_pass_untouched() -> None:
+    memory = schema.empty("op_memory")
+    kept, warnings = drop_impossible_rows({"op_memory": memory}, "log")
+    assert kept["op_memory"] is memory and warnings == []
+
+
+def test_row_nouns() -> None:
+    assert rows_of("api_calls", 1) == "1 API call"
+    assert rows_of("kernels", 5117) == "5,117 kernels"
+    assert rows_of("op_meta", 2) == "2 rows of op_meta"
