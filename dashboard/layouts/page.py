@@ -104,7 +104,10 @@ def page_header(title: str, run: Run | None, subtitle: str = "") -> html.Div:
     from dashboard.layouts.downloads import run_downloads  # imports the export routes
 
     badge = dbc.Badge(run.id, color="secondary", className="ms-2 run-badge") if run else None
-    heading = html.Div([html.H3([title, badge], className="mb-0"), html.Small(subtitle, className="text-muted")])
+    from dashboard.layouts.run_warnings import run_warnings
+
+    heading = html.Div([html.H3([title, badge], className="mb-0"), html.Small(subtitle, className="text-muted"),
+                        run_warnings(run, title)])
     export = html.A("Export page as PNG", href="#", download="", className="btn btn-sm btn-outline-secondary me-2 "
                     "export-page-png", title="Every chart of this page as PNG (2x), in a zip",
                     **{"data-run": run.id}) if run else None

@@ -17,6 +17,7 @@ from dashboard.analysis.units import format_bytes
 from dashboard.layouts.context import current_jobs, current_settings, current_store
 from dashboard.layouts.downloads import download_markdown
 from dashboard.layouts.page import page_header, page_href
+from dashboard.layouts.run_warnings import runs_warnings_overview, warnings_details
 from dashboard.layouts.shell import RUNS_VERSION
 from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import RunInfo, RunNotFound
@@ -55,6 +56,8 @@ def _row(info: RunInfo) -> dict[str, Any]:
         "size": format_bytes(info.size_bytes),
         "size_bytes": info.size_bytes,
         "parse_s": info.parse_seconds,
+        "warnings": len(info.warnings),
+        "warnings_text": "\n".join(info.warnings),
     }
 
 
@@ -71,6 +74,8 @@ COLUMNS = [
      "valueFormatter": {"function": "d3.format(',')(params.value)"}},
     {"field": "size", "headerName": "Size", "type": "rightAligned"},
     {"field": "parse_s", "headerName": "Parse s", "type": "rightAligned"},
+    {"field": "warnings", "headerName": "Warnings", "type": "rightAligned", "tooltipField": "warnings_text",
+     "valueFormatter": {"function": "params.value ? '⚠ ' + params.value : ''"}},
 ]
 
 
@@ -135,6 +140,7 @@ def layout(**_query: Any) -> html.Div:
                 columnSize="responsiveSizeToFit",
                 className="ag-theme-alpine runs-grid",
             ),
+            runs_warnings_overview(current_store().list_runs()),
             dcc.Store(id="ingest-job"),
             dcc.Interval(id="ingest-poll", interval=400, disabled=True),
         ]
@@ -209,7 +215,7 @@ def poll_ingest(_ticks: int, job_id: str | None, version: int) -> tuple[Any, ...
     if state == "done":
         run_id = status["run_id"]
         message = dbc.Alert(["Ingested ", html.Strong(", ".join(status.get("files", []))), " as ",
-                             dcc.Link(run_id, href=_best_page(run_id)), "."],
+                             dcc.Link(run_id, href=_best_page(run_id)), ".", _new_run_warnings(run_id)],
                             color="success", dismissable=True, className="ingest-success")
         return 100, "100%", message, True, runs_rows(), (version or 0) + 1, hidden
     error = status.get("error") or status.get("message", "unknown error")
@@ -217,6 +223,13 @@ def poll_ingest(_ticks: int, job_id: str | None, version: int) -> tuple[Any, ...
                          html.Div("The uploaded files were kept on the server for a retry.", className="small")],
                         color="danger", dismissable=True, className="ingest-error")
     return 0, "", message, True, dash.no_update, dash.no_update, hidden
+
+
+def _new_run_warnings(run_id: str) -> html.Details | None:
+    try:
+        return warnings_details(current_store().open(run_id).info, open_=True)
+    except RunNotFound:
+        return None
 
 
 def _best_page(run_id: str) -> str:
