@@ -57,7 +57,8 @@ def test_kernel_and_copy_totals_equal_the_raw_json(shared_dir: Path, name: str) 
     assert result.tables["api_calls"].height == len(raw_runtime)
     # Every GPU event in these samples has a launching op (spec §6).
     assert kernels["op"].null_count() == 0 and copies["op"].null_count() == 0
-    assert result.warnings == []
+    # Only the census of ignored instants (exact texts: test_ingest_warnings_shared.py).
+    assert [w for w in result.warnings if not w.endswith("(not intervals)")] == []
 
 
 @pytest.mark.parametrize("name", SAMPLES)
