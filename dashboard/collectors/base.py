@@ -20,6 +20,7 @@ SNIFF_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
 
 TRUNCATED_GZIP = "truncated gzip stream (the file ends before the compressed data does)"
+CORRUPT_GZIP = "corrupt gzip data (the compressed stream is damaged)"
 
 # progress(fraction_done in [0, 1] or None when unknown, message)
 ProgressFn = Callable[[float | None, str], None]
@@ -102,8 +103,8 @@ def read_source_bytes(path: Path) -> bytes:
             return handle.read()
     except EOFError:
         raise IngestError(path, TRUNCATED_GZIP) from None
-    except (gzip.BadGzipFile, zlib.error) as exc:
-        raise IngestError(path, f"corrupt gzip data ({exc})") from None
+    except (gzip.BadGzipFile, zlib.error):
+        raise IngestError(path, CORRUPT_GZIP) from None
 
 
 def probe_file(path: Path) -> Probe:
@@ -125,8 +126,8 @@ def probe_file(path: Path) -> Probe:
                 break
             try:
                 head += decompressor.decompress(chunk, SNIFF_BYTES - len(head))
-            except zlib.error as exc:
-                raise IngestError(path, f"corrupt gzip data ({exc})") from None
+            except zlib.error:
+                raise IngestError(path, CORRUPT_GZIP) from None
             if decompressor.eof:
                 break
     return Probe(path, bytes(head), True, truncated=ended_early)
