@@ -128,3 +128,17 @@ def test_json_errors_carry_an_offset_not_the_parser_text(tmp_path: Path, content
     with pytest.raises(IngestError) as caught:
         COLLECTOR.collect([path], lambda fraction, message: None)
     assert caught.value.problem == problem
+
+
+@pytest.mark.parametrize("damage", ["not utf-8", "deep"])
+def test_the_parallel_decoder_hands_damaged_files_to_the_precise_single_process_path(tmp_path: Path,
+                                                                                    damage: str) -> None:
+    from dashboard.collectors import kineto_parallel
+
+    events = [*_good() * 200, x("cpu_op", "aten::NAME", 12, 1)]
+    path = write(tmp_path / "t.json", events)
+    data = path.read_bytes()
+    bad = b"N\xff\xfeE" if damage == "not utf-8" else b'NAME", "deep": ' + b"[" * 5000 + b"]" * 5000 + b', "x": "'
+    path.write_bytes(data.replace(b"NAME", bad))
+    small = {"min_bytes": 0, "task_bytes": 4096, "chunk_bytes": 1024, "workers": 3}
+    assert kineto_parallel.decode_parallel(path, **small) is None
