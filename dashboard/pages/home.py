@@ -68,14 +68,15 @@ COLUMNS = [
     {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 200,
      "cellRendererParams": {"linkTarget": "_self"}},
     {"field": "evidence", "headerName": "Evidence", "minWidth": 220},
+    # Beside the evidence it qualifies; the list itself is under the table and in the tooltip.
+    {"field": "warnings", "headerName": "Warnings", "minWidth": 110, "tooltipField": "warnings_text",
+     "valueFormatter": {"function": "params.value ? '⚠ ' + params.value : ''"}},
     {"field": "sources", "headerName": "Sources", "minWidth": 220, "tooltipField": "sources"},
     {"field": "created", "headerName": "Created", "sort": "desc", "minWidth": 180},
     {"field": "rows", "headerName": "Rows", "type": "rightAligned",
      "valueFormatter": {"function": "d3.format(',')(params.value)"}},
     {"field": "size", "headerName": "Size", "type": "rightAligned"},
     {"field": "parse_s", "headerName": "Parse s", "type": "rightAligned"},
-    {"field": "warnings", "headerName": "Warnings", "type": "rightAligned", "tooltipField": "warnings_text",
-     "valueFormatter": {"function": "params.value ? '⚠ ' + params.value : ''"}},
 ]
 
 
