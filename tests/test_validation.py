@@ -67,3 +67,14 @@ def test_row_nouns() -> None:
     assert rows_of("api_calls", 1) == "1 API call"
     assert rows_of("kernels", 5117) == "5,117 kernels"
     assert rows_of("op_meta", 2) == "2 rows of op_meta"
+
+
+def test_groups_of_files_are_named_by_their_files_or_their_folder() -> None:
+    from pathlib import Path
+
+    from dashboard.collectors.registry import source_label
+
+    assert source_label([Path("/d/a.json")]) == "/d/a.json"
+    assert source_label([Path("/d/a.json"), Path("/d/b.json")]) == "/d/a.json, /d/b.json"
+    assert source_label([Path(f"/d/r{i}.json") for i in range(8)]) == "8 files in /d"
+    assert source_label([Path("/d/x/a"), Path("/d/y/b"), Path("/d/y/c"), Path("/d/z/d")]) == "4 files in /d"

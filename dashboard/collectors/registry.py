@@ -182,12 +182,12 @@ class CollectedRun:
 
 
 def source_label(files: Sequence[Path]) -> str:
-    """How warnings and errors name a group of files: the file, or their folder and count."""
-    if len(files) == 1:
-        return str(files[0])
+    """How warnings and errors name a group of files: the files, or how many and where when many."""
+    if len(files) <= 3:
+        return ", ".join(str(f) for f in files)
     parents = {Path(f).parent for f in files}
     folder = parents.pop() if len(parents) == 1 else Path(*_common_parts(files))
-    return f"{folder}{'/' if str(folder) != '/' else ''} ({len(files)} files)"
+    return f"{len(files)} files in {folder}"
 
 
 def _common_parts(files: Sequence[Path]) -> list[str]:
