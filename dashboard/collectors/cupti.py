@@ -325,9 +325,11 @@ class CaptureSession:
     ) -> str:
         """Write the captured tables as a new run; returns its id."""
         from dashboard.store import RunStore
+        from dashboard.validation import drop_impossible_rows
 
         started = time.perf_counter()
-        tables = self.tables()
+        # Live records go through the same rules as ingested files: nothing impossible is kept silently.
+        tables, dropped = drop_impossible_rows(self.tables(), f"capture {name or self.name}")
         build_seconds = time.perf_counter() - started
         return RunStore(data_dir).write(
             name=name or self.name,
@@ -335,7 +337,7 @@ class CaptureSession:
             parse_seconds=build_seconds,
             collectors=["cupti"],
             metadata={**self.metadata(), **(metadata or {})},
-            warnings=[*self.warnings, *extra_warnings],
+            warnings=[*self.warnings, *extra_warnings, *dropped],
         )
 
     def write_partial(self, staging: Path | str, metadata: dict[str, Any] | None = None) -> Path:

@@ -24,6 +24,7 @@ import polars as pl
 
 from dashboard import schema
 from dashboard.collectors.base import IngestError
+from dashboard.collectors.failures import describe_failure
 
 RANK_VARIABLES = ("RANK", "SLURM_PROCID", "LOCAL_RANK")
 _META = re.compile(r"^capture\.rank(\d+)\.json$")
@@ -100,7 +101,7 @@ def merge_rank_partials(staging: Path) -> MergedCapture:
             info = json.loads(meta_path.read_text(encoding="utf-8"))
             tables = list(info["tables"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise IngestError(meta_path, f"unreadable rank capture description ({exc})") from None
+            raise IngestError(meta_path, f"unreadable rank capture description ({describe_failure(exc)})") from None
         per_rank[str(rank)] = info.get("metadata", {})
         warnings.extend(f"rank {rank}: {w}" for w in info.get("warnings", []))
         for table in tables:
@@ -110,7 +111,7 @@ def merge_rank_partials(staging: Path) -> MergedCapture:
             try:
                 frame = pl.read_parquet(path)
             except (OSError, pl.exceptions.PolarsError) as exc:
-                raise IngestError(path, f"missing or unreadable rank partial ({exc})") from None
+                raise IngestError(path, f"missing or unreadable rank partial ({describe_failure(exc)})") from None
             frame = frame.with_columns(pl.lit(rank).alias("rank"))
             parts.setdefault(table, []).append(schema.conform(table, frame))
     merged = {table: pl.concat(frames) for table, frames in parts.items()}
@@ -121,12 +122,14 @@ def merge_rank_partials(staging: Path) -> MergedCapture:
 def write_merged_run(staging: Path | str, data_dir: Path | str, name: str = "capture") -> str:
     """Merge the rank partials in `staging` and write them as one run; returns the run id."""
     from dashboard.store import RunStore
+    from dashboard.validation import drop_impossible_rows
 
     merged = merge_rank_partials(Path(staging))
+    tables, dropped = drop_impossible_rows(merged.tables, f"capture {name}")
     return RunStore(data_dir).write(
         name=name,
-        tables=merged.tables,
+        tables=tables,
         collectors=["cupti"],
         metadata=merged.metadata,
-        warnings=merged.warnings,
+        warnings=[*merged.warnings, *dropped],
     )
