@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from dashboard.layouts.context import current_store
+from dashboard.layouts.run_warnings import run_warnings
 from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import Run, RunNotFound
 
@@ -104,8 +105,6 @@ def page_header(title: str, run: Run | None, subtitle: str = "") -> html.Div:
     from dashboard.layouts.downloads import run_downloads  # imports the export routes
 
     badge = dbc.Badge(run.id, color="secondary", className="ms-2 run-badge") if run else None
-    from dashboard.layouts.run_warnings import run_warnings
-
     heading = html.Div([html.H3([title, badge], className="mb-0"), html.Small(subtitle, className="text-muted"),
                         run_warnings(run, title)])
     export = html.A("Export page as PNG", href="#", download="", className="btn btn-sm btn-outline-secondary me-2 "
