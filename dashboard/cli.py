@@ -118,19 +118,32 @@ def _fail(message: str, debug: bool) -> None:
 @DATA_OPTION
 @click.option("--name", default=None, help="Run name (default: from the first input's file name).")
 @click.option("--debug", is_flag=True, default=False, help="Show a traceback on errors.")
+@click.option("--max-seconds", type=float, default=None, envvar="DASHBOARD_INGEST_MAX_SECONDS", show_envvar=True,
+              help="Parse in a child process and stop it after this many seconds (0: no limit).")
+@click.option("--max-memory-mb", type=float, default=None, envvar="DASHBOARD_INGEST_MAX_MEMORY_MB",
+              show_envvar=True, help="Parse in a child process and stop it above this resident memory (0: no limit).")
 @click.pass_context
-def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: str | None, debug: bool) -> None:
+def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: str | None, debug: bool,
+           max_seconds: float | None, max_memory_mb: float | None) -> None:
     """Detect the format of each file or folder (by content; .gz is transparent) and store one run.
 
     Several files or a folder of per-rank traces become one run with a rank column.
-    Prints the created run id on stdout; progress goes to stderr.
+    Prints the created run id on stdout; progress goes to stderr. With --max-seconds or
+    --max-memory-mb the parse runs in a child process that is stopped at its budget.
+    Symbolic links are not followed: a link given here is refused, a link inside a folder is skipped.
     """
     from dashboard.store import RunStore
 
     debug = debug or bool(ctx.obj and ctx.obj.get("debug"))
     progress = StderrProgress("ingest")
     try:
-        run_id = RunStore(data_dir).ingest(list(paths), name=name, progress=progress)
+        if max_seconds or max_memory_mb:
+            from dashboard.ingest_budget import Budget, run_in_child
+
+            run_id = run_in_child(data_dir, list(paths), name, Budget(max_seconds or None, max_memory_mb or None),
+                                  debug=debug)
+        else:
+            run_id = RunStore(data_dir).ingest(list(paths), name=name, progress=progress)
     except IngestError as exc:
         progress.done()
         _fail(f"error: {exc}", debug)
@@ -140,7 +153,8 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: st
     except Exception as exc:  # a parser bug must still name the inputs
         progress.done()
         names = ", ".join(str(p) for p in paths)
-        _fail(f"error: {names}: could not ingest ({type(exc).__name__}: {exc})", debug)
+        kind = getattr(exc, "kind", type(exc).__name__)  # a child's error arrives as its type's name
+        _fail(f"error: {names}: could not ingest ({kind}: {exc})", debug)
     else:
         progress.done()
         click.echo(run_id)
