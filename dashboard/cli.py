@@ -103,7 +103,9 @@ def cli(ctx: click.Context, data_dir: Path, host: str, port: int, debug: bool, m
     except UsersError as exc:  # never fall back to serving without the login asked for
         _fail(f"error: {exc}", debug)
     click.echo(f"dashboard: serving {settings.data_dir.resolve()} at http://{host}:{port}/", err=True)
-    app.run(host=host, port=port, debug=debug)
+    from dashboard.server_security import QuietRequestHandler  # no versions in `Server:`
+
+    app.run(host=host, port=port, debug=debug, request_handler=QuietRequestHandler)
 
 
 def _fail(message: str, debug: bool) -> None:
