@@ -215,6 +215,11 @@ class IngestJobs:
         os.rename(kept, trash)
         shutil.rmtree(trash, ignore_errors=True)
 
+    def discard_upload(self, upload_folder: Path) -> None:
+        """Remove an upload folder that never became a job (its content arrived damaged)."""
+        if upload_folder.parent == self.uploads_dir:
+            shutil.rmtree(upload_folder, ignore_errors=True)
+
     def _kept_folder(self, job_id: str) -> Path:
         if not _is_job_id(job_id):
             raise KeyError(job_id)

@@ -18,6 +18,7 @@ from dashboard.layouts.context import current_jobs, current_settings, current_st
 from dashboard.layouts.downloads import download_markdown
 from dashboard.layouts.page import page_header, page_href
 from dashboard.layouts.shell import RUNS_VERSION
+from dashboard.pages.failed_uploads import failed_uploads_card
 from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import RunInfo, RunNotFound
 
@@ -110,6 +111,7 @@ def layout(**_query: Any) -> html.Div:
         [
             page_header("Runs", None, "Every ingested trace, capture, memory log and planner dump"),
             _upload_card(),
+            failed_uploads_card(),
             html.Div(
                 [
                     dbc.Button("Delete selected", id="delete-runs", color="danger", outline=True, size="sm",
@@ -175,6 +177,7 @@ def start_ingest(contents: list[str] | None, filenames: list[str] | None, name: 
         try:
             target.write_bytes(_decode(content))
         except (binascii.Error, ValueError):
+            jobs.discard_upload(folder)  # unreadable bytes: nothing to keep for a retry
             return dash.no_update, True, dbc.Alert(f"{filename}: the upload arrived damaged; try again",
                                                    color="danger"), {"display": "none"}
     job_id = jobs.start(folder, name=name.strip() if name else None)
