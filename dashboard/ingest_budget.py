@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,11 +130,13 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def run_in_child(data_dir: Path, paths: Sequence[Path], name: str | None, budget: Budget, *,
-                 job: dict[str, Any] | None = None, debug: bool = False) -> str:
+                 job: dict[str, Any] | None = None, debug: bool = False,
+                 started: Callable[[int], None] | None = None) -> str:
     """Ingest `paths` into `data_dir` in a child process within `budget`; return the run id.
 
     `job` (job_id, upload, files, name) makes the child write its progress to
     that job's status file; without it progress goes to stderr (the CLI).
+    `started(pid)` is called as soon as the child exists.
     Raises BudgetExceeded, IngestError (the child's, same text) or ChildIngestFailed.
     """
     names = ", ".join(str(p) for p in paths)
@@ -144,6 +146,8 @@ def run_in_child(data_dir: Path, paths: Sequence[Path], name: str | None, budget
                                stdout=subprocess.PIPE, env=_child_env(), start_new_session=True)
     assert process.stdin is not None and process.stdout is not None
     try:
+        if started is not None:
+            started(process.pid)
         process.stdin.write(json.dumps(spec).encode())
         process.stdin.close()
         output = _watch(process, budget, names)

@@ -14,6 +14,7 @@ the outcome, so the child does the job's bookkeeping itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -45,18 +46,19 @@ def main() -> None:
     job = spec.get("job")
     jobs = IngestJobs(store)
     progress = throttled_status(jobs, job) if job else StderrProgress("ingest")
-    channel.write("ready\n")
-    channel.flush()
+    try:
+        channel.write("ready\n")
+        channel.flush()
+    except BrokenPipeError:
+        pass  # the parent is gone already: finish the job alone (below)
     outcome = _ingest(store, spec, progress)
     if isinstance(progress, StderrProgress):
         progress.done()
     if job and os.getppid() != spec.get("parent_pid"):
         jobs.finish(job, outcome.get("run_id"), None if "run_id" in outcome else _failure(outcome))
-    try:
+    with contextlib.suppress(BrokenPipeError, OSError):
         channel.write(json.dumps(outcome))
         channel.close()
-    except BrokenPipeError:
-        pass
 
 
 def _ingest(store: Any, spec: dict[str, Any], progress: Any) -> dict[str, Any]:

@@ -124,8 +124,14 @@ class IngestJobs:
         return job_id
 
     def _run(self, job: dict[str, Any], files: list[Path]) -> None:
+        def started(pid: int) -> None:
+            # From now on the child owns the job: if this worker dies, the job is not orphaned while it runs.
+            self._write(job["job_id"], self._running(Path(job["upload"]), job["files"], 0.0, "starting",
+                                                     job["name"], pid=pid))
+
         try:
-            run_id = run_in_child(self.store.data_dir, files, job["name"], self.budget_for(files), job=job)
+            run_id = run_in_child(self.store.data_dir, files, job["name"], self.budget_for(files), job=job,
+                                  started=started)
         except Exception as exc:  # every failure must reach the page, named
             self.finish(job, None, exc)
             return
@@ -149,9 +155,9 @@ class IngestJobs:
 
     @staticmethod
     def _running(upload_folder: Path, names: list[str], fraction: float | None, message: str,
-                 name: str | None = None) -> dict[str, Any]:
+                 name: str | None = None, pid: int | None = None) -> dict[str, Any]:
         return {"state": "running", "fraction": fraction, "message": message, "files": names, "name": name,
-                "upload": str(upload_folder), "pid": os.getpid(), "host": socket.gethostname()}
+                "upload": str(upload_folder), "pid": pid or os.getpid(), "host": socket.gethostname()}
 
     # ---- housekeeping: empty upload folders, failed uploads -------------------
     def remove_empty_upload_folders(self, older_than_s: float = EMPTY_UPLOAD_GRACE_SECONDS) -> int:

@@ -149,3 +149,16 @@ def test_empty_upload_folders_are_removed_and_nothing_else(tmp_path: Path) -> No
     (upload / "planner.dot").write_bytes(DOT_SOURCE)
     assert wait_for(jobs, jobs.start(upload))["state"] == "done"
     assert not fresh.exists()
+
+
+def test_an_upload_is_bytes_in_a_new_regular_file_never_a_link_or_a_path(page) -> None:
+    # The browser sends a name and bytes: the server writes a fresh file under its own folder, so an
+    # upload can carry neither a symbolic link nor a path outside it, whatever the name says.
+    answer = page["client"].post("/_dash-update-component",
+                                 json=upload_payload(b"\x00 not a trace", "../../etc/passwd")).get_json()
+    job_id = answer["response"]["ingest-job"]["data"]
+    status = wait_for(page["jobs"], job_id)
+    assert status["state"] == "error" and status["files"] == ["passwd"]
+    kept = Path(status["kept_at"]) / "passwd"
+    assert kept.parent.parent == page["data"] / "uploads" / "failed"
+    assert kept.is_file() and not kept.is_symlink() and kept.read_bytes() == b"\x00 not a trace"
