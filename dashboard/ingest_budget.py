@@ -180,6 +180,8 @@ def _watch(process: subprocess.Popen[bytes], budget: Budget, names: str) -> byte
         now = time.monotonic()
         if ready_at is None and READY in output:
             ready_at = now
+        if ready_at is not None and output.partition(READY)[2].endswith(b"\n"):
+            return output  # the outcome is complete: a run just published is never killed as "over budget"
         if ready_at is None and now - started > STARTUP_SECONDS:
             raise IngestError(names, f"the ingest process did not start within {STARTUP_SECONDS:g} s")
         if budget.seconds and ready_at is not None and now - ready_at > budget.seconds:

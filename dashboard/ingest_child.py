@@ -57,7 +57,7 @@ def main() -> None:
     if job and os.getppid() != spec.get("parent_pid"):
         jobs.finish(job, outcome.get("run_id"), None if "run_id" in outcome else _failure(outcome))
     with contextlib.suppress(BrokenPipeError, OSError):
-        channel.write(json.dumps(outcome))
+        channel.write(json.dumps(outcome) + "\n")
         channel.close()
 
 

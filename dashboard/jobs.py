@@ -37,6 +37,7 @@ from dashboard.store import RunStore
 _JOB_ID_CHARS = set("0123456789abcdef")
 # An empty upload folder younger than this may be one another worker is about to fill.
 EMPTY_UPLOAD_GRACE_SECONDS = 600.0
+_DISCARDING = ".deleting-"
 
 
 def _is_job_id(text: object) -> bool:
@@ -84,6 +85,12 @@ class IngestJobs:
         if status.get("state") == "running" and self._worker_is_gone(status):
             status = self._orphaned(job_id, status)
         return status
+
+    def _recorded_state(self, job_id: str) -> str | None:
+        try:
+            return json.loads(self._status_path(job_id).read_text(encoding="utf-8")).get("state")
+        except (KeyError, OSError, ValueError, AttributeError):
+            return None
 
     @staticmethod
     def _worker_is_gone(status: dict[str, Any]) -> bool:
@@ -140,6 +147,8 @@ class IngestJobs:
     def finish(self, job: dict[str, Any], run_id: str | None, failure: BaseException | None) -> None:
         """Record a job's outcome: done (the upload is consumed) or error (the upload is kept)."""
         upload_folder, names, job_id = Path(job["upload"]), list(job["files"]), job["job_id"]
+        if self._recorded_state(job_id) in ("done", "error"):
+            return  # already finished: a reader found the child dead first and kept the upload
         if failure is None:
             shutil.rmtree(upload_folder, ignore_errors=True)  # the run's source/ holds the bytes now
             self._write(job_id, {"state": "done", "run_id": run_id, "fraction": 1.0, "files": names})
@@ -176,7 +185,10 @@ class IngestJobs:
                 if folder.is_symlink() or not folder.is_dir() or folder == self._failed_dir():
                     continue
                 if now - folder.stat().st_mtime > older_than_s:
-                    folder.rmdir()
+                    if folder.name.startswith(_DISCARDING):  # a confirmed delete that was cut short
+                        shutil.rmtree(folder)
+                    else:
+                        folder.rmdir()
                     removed += 1
             except OSError:  # not empty, or removed by another worker meanwhile
                 continue
@@ -217,7 +229,7 @@ class IngestJobs:
     def discard_failed(self, job_id: str) -> None:
         """Delete a failed upload's kept files (after the user confirmed)."""
         kept = self._kept_folder(job_id)
-        trash = self.uploads_dir / f".deleting-{uuid.uuid4().hex}"
+        trash = self.uploads_dir / f"{_DISCARDING}{uuid.uuid4().hex}"
         os.rename(kept, trash)
         shutil.rmtree(trash, ignore_errors=True)
 
@@ -235,7 +247,8 @@ class IngestJobs:
         # Nothing a user gave us is lost: a file we could not read stays on disk.
         failed = self.uploads_dir / "failed" / job_id
         failed.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(upload_folder, failed)
+        if upload_folder.is_dir():
+            os.replace(upload_folder, failed)
         return failed
 
 
