@@ -9,9 +9,10 @@ no GIL while it waits), and kills the child's whole process group when
 - the parse has run longer than `Budget.seconds` (counted from the moment the
   child has loaded its modules and starts reading, so a tiny budget still
   measures parsing, not Python's start-up), or
-- the child's resident memory exceeds `Budget.memory_mb` (read from
-  /proc/<pid>/status every 50 ms; where /proc is missing, as on macOS, only
-  the time budget applies; a child of the child is not counted: collectors start none).
+- the resident memory of the child and its own children (the Kineto
+  collector decodes big traces in helper processes) exceeds
+  `Budget.memory_mb` (read from /proc every 50 ms; where /proc is missing, as
+  on macOS, only the time budget applies).
 
 A killed child's staging folder is removed at once (its owner is gone).
 The budget scales with the input: a base plus a share per MB of input, a
@@ -115,6 +116,37 @@ def resident_mb(pid: int) -> float | None:
     return None
 
 
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as children:
+                found.extend(int(child) for child in children.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def tree_resident_mb(pid: int) -> float | None:
+    """Resident memory of a process and all its descendants in MB, or None where it cannot be read."""
+    own = resident_mb(pid)
+    if own is None:
+        return None
+    total, pending, seen = own, _children(pid), {pid}
+    while pending:
+        child = pending.pop()
+        if child in seen:
+            continue
+        seen.add(child)
+        total += resident_mb(child) or 0.0
+        pending.extend(_children(child))
+    return total
+
+
 def _child_env() -> dict[str, str]:
     # The child imports `dashboard` from where this process did, whatever its working directory.
     root = str(Path(__file__).resolve().parent.parent)
@@ -188,7 +220,7 @@ def _watch(process: subprocess.Popen[bytes], budget: Budget, names: str) -> byte
             raise BudgetExceeded(names, f"parsing took longer than its time budget of {budget.seconds:.3g} s "
                                         f"and was stopped (the limit is set by {budget.seconds_hint})")
         if budget.memory_mb:
-            used = resident_mb(process.pid)
+            used = tree_resident_mb(process.pid)
             if used is not None and used > budget.memory_mb:
                 raise BudgetExceeded(names, f"parsing needed more than its memory budget of "
                                             f"{budget.memory_mb:.0f} MB ({used:.0f} MB) and was stopped "

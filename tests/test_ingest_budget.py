@@ -22,7 +22,15 @@ import pytest
 
 from benchmarks.gen_kineto_trace import write_trace
 from dashboard.collectors.base import IngestError
-from dashboard.ingest_budget import Budget, BudgetExceeded, input_megabytes, run_in_child, scaled_budget
+from dashboard.ingest_budget import (
+    Budget,
+    BudgetExceeded,
+    input_megabytes,
+    resident_mb,
+    run_in_child,
+    scaled_budget,
+    tree_resident_mb,
+)
 from dashboard.jobs import IngestJobs
 from dashboard.settings import Settings
 from dashboard.store import RunStore
@@ -155,3 +163,28 @@ def test_an_upload_over_its_budget_fails_named_while_health_keeps_answering(budg
     assert kept.read_bytes() == slow_trace.read_bytes()  # nothing the user gave is lost
     assert get_json(base + "/health")["runs"] == 0
     assert urllib.request.urlopen(base + "/", timeout=5).status == 200  # pages keep answering
+
+
+GRANDCHILD_HOLDS_MEMORY = """
+import subprocess, sys
+grandchild = subprocess.Popen([sys.executable, "-c",
+    "import sys; block = bytearray(200 * 2**20); print('held', flush=True); sys.stdin.read()"],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+print(grandchild.stdout.readline().decode().strip(), flush=True)
+sys.stdin.read()
+grandchild.stdin.close()
+grandchild.wait()
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="memory is read from /proc")
+def test_memory_counts_the_childs_own_helper_processes() -> None:
+    # The Kineto collector decodes big traces in helper processes: their memory is the parse's too.
+    child = subprocess.Popen([sys.executable, "-c", GRANDCHILD_HOLDS_MEMORY], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        own, tree = resident_mb(child.pid), tree_resident_mb(child.pid)
+        assert own is not None and own < 100 and tree is not None and tree > 200
+    finally:
+        child.communicate("", timeout=30)
