@@ -188,3 +188,15 @@ def test_memory_counts_the_childs_own_helper_processes() -> None:
         assert own is not None and own < 100 and tree is not None and tree > 200
     finally:
         child.communicate("", timeout=30)
+
+
+def test_budget_settings_come_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("DASHBOARD_INGEST_MAX_SECONDS", "2.5")
+    monkeypatch.setenv("DASHBOARD_INGEST_MAX_MEMORY_MB", "0")
+    monkeypatch.setenv("DASHBOARD_INGEST_SECONDS_PER_MB", "3")
+    monkeypatch.setenv("DASHBOARD_INGEST_MEMORY_MB_BASE", "512")
+    settings = Settings.from_env()
+    assert (settings.ingest_max_seconds, settings.ingest_max_memory_mb) == (2.5, 0)
+    assert (settings.ingest_seconds_per_mb, settings.ingest_memory_mb_base) == (3, 512)
+    monkeypatch.delenv("DASHBOARD_INGEST_MAX_SECONDS")
+    assert Settings.from_env().ingest_max_seconds is None

@@ -217,7 +217,8 @@ def poll_ingest(_ticks: int, job_id: str | None, version: int) -> tuple[Any, ...
         return 100, "100%", message, True, runs_rows(), (version or 0) + 1, hidden
     error = status.get("error") or status.get("message", "unknown error")
     message = dbc.Alert([html.Strong("Could not ingest: "), error,
-                         html.Div("The uploaded files were kept on the server for a retry.", className="small")],
+                         html.Div("The uploaded files are kept on the server: retry or delete them below.",
+                                  className="small")],
                         color="danger", dismissable=True, className="ingest-error")
     return 0, "", message, True, dash.no_update, dash.no_update, hidden
 
