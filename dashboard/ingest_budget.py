@@ -227,6 +227,14 @@ def _watch(process: subprocess.Popen[bytes], budget: Budget, names: str) -> byte
                                             f"(the limit is set by {budget.memory_hint})")
 
 
+def ingest_error(outcome: dict[str, Any]) -> IngestError:
+    """The child's IngestError again, its text exactly as the child had it."""
+    error = IngestError(outcome["path"], outcome["problem"])
+    if isinstance(outcome.get("message"), str):
+        error.args = (outcome["message"],)
+    return error
+
+
 def _outcome(report: bytes, returncode: int, names: str) -> str:
     try:
         outcome = json.loads(report)
@@ -238,7 +246,7 @@ def _outcome(report: bytes, returncode: int, names: str) -> str:
     if "run_id" in outcome:
         return str(outcome["run_id"])
     if "path" in outcome:
-        raise IngestError(outcome["path"], outcome["problem"])
+        raise ingest_error(outcome)
     if outcome.get("interrupted"):
         raise KeyboardInterrupt
     raise ChildIngestFailed(str(outcome.get("kind", "Exception")), str(outcome.get("error", "")))

@@ -68,7 +68,7 @@ def _ingest(store: Any, spec: dict[str, Any], progress: Any) -> dict[str, Any]:
         return {"run_id": store.ingest([Path(p) for p in spec["paths"]], name=spec.get("name"), progress=progress)}
     except IngestError as exc:
         _log(spec)
-        return {"path": exc.path, "problem": exc.problem}
+        return {"path": exc.path, "problem": exc.problem, "message": str(exc)}
     except KeyboardInterrupt:
         return {"interrupted": True}
     except Exception as exc:  # a parser bug: named and reported, never lost
@@ -83,11 +83,10 @@ def _log(spec: dict[str, Any]) -> None:
 
 
 def _failure(outcome: dict[str, Any]) -> Exception:
-    from dashboard.collectors.base import IngestError
-    from dashboard.ingest_budget import ChildIngestFailed
+    from dashboard.ingest_budget import ChildIngestFailed, ingest_error
 
     if "path" in outcome:
-        return IngestError(outcome["path"], outcome["problem"])
+        return ingest_error(outcome)
     if outcome.get("interrupted"):
         return ChildIngestFailed("KeyboardInterrupt", "interrupted")
     return ChildIngestFailed(str(outcome.get("kind")), str(outcome.get("error")))
