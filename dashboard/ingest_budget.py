@@ -163,12 +163,16 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 def run_in_child(data_dir: Path, paths: Sequence[Path], name: str | None, budget: Budget, *,
                  job: dict[str, Any] | None = None, debug: bool = False,
-                 started: Callable[[int], None] | None = None) -> str:
+                 started: Callable[[int], None] | None = None,
+                 ending: Callable[[], None] | None = None) -> str:
     """Ingest `paths` into `data_dir` in a child process within `budget`; return the run id.
 
     `job` (job_id, upload, files, name) makes the child write its progress to
     that job's status file; without it progress goes to stderr (the CLI).
-    `started(pid)` is called as soon as the child exists.
+    `started(pid)` is called as soon as the child exists, `ending()` before the
+    child is reaped or killed (and again after a kill): a job's status must
+    name a live process until its outcome is written, or a reader would take
+    the job for orphaned.
     Raises BudgetExceeded, IngestError (the child's, same text) or ChildIngestFailed.
     """
     names = ", ".join(str(p) for p in paths)
@@ -184,9 +188,15 @@ def run_in_child(data_dir: Path, paths: Sequence[Path], name: str | None, budget
         process.stdin.close()
         output = _watch(process, budget, names)
     except BaseException:  # a budget, Ctrl-C in the CLI, a worker shutting down: the child goes too
+        if ending is not None:
+            ending()
         _stop(process)
+        if ending is not None:
+            ending()  # a status the child replaced just before it was killed names it again
         RunStore(data_dir).remove_stale_staging()
         raise
+    if ending is not None:
+        ending()
     process.wait()
     return _outcome(output.partition(READY)[2], process.returncode, names)
 

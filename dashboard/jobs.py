@@ -104,7 +104,7 @@ class IngestJobs:
         failed = {
             "state": "error", "files": names, "name": status.get("name"),
             "error": f"{', '.join(names)}: the server process ingesting this upload (pid {status['pid']}) stopped "
-                     "before it finished (restarted or killed); upload the files again",
+                     "before it finished (restarted or killed); retry it under Failed uploads",
         }
         if kept is not None:
             failed["kept_at"] = str(kept)
@@ -136,9 +136,14 @@ class IngestJobs:
             self._write(job["job_id"], self._running(Path(job["upload"]), job["files"], 0.0, "starting",
                                                      job["name"], pid=pid))
 
+        def ending() -> None:
+            # ...and this worker owns it again until it has written the outcome.
+            self._write(job["job_id"], self._running(Path(job["upload"]), job["files"], 1.0, "finishing",
+                                                     job["name"]))
+
         try:
             run_id = run_in_child(self.store.data_dir, files, job["name"], self.budget_for(files), job=job,
-                                  started=started)
+                                  started=started, ending=ending)
         except Exception as exc:  # every failure must reach the page, named
             self.finish(job, None, exc)
             return

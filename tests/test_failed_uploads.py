@@ -147,7 +147,8 @@ def test_empty_upload_folders_are_removed_and_nothing_else(tmp_path: Path) -> No
     os.utime(fresh, (old, old))
     upload = jobs.new_upload_folder()
     (upload / "planner.dot").write_bytes(DOT_SOURCE)
-    assert wait_for(jobs, jobs.start(upload))["state"] == "done"
+    status = wait_for(jobs, jobs.start(upload))
+    assert status["state"] == "done", status
     assert not fresh.exists()
 
 

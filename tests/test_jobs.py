@@ -95,3 +95,17 @@ def test_a_child_that_outlives_its_worker_finishes_the_job_itself(tmp_path: Path
     assert status["state"] == "done", status
     assert status["run_id"].startswith("outlived-") and store.exists(status["run_id"])
     assert not upload.exists()
+
+
+def test_a_job_read_all_the_time_is_never_taken_for_orphaned(tmp_path: Path) -> None:
+    # Between the child's exit and the outcome being written, the status must name a live process:
+    # a reader polling then (the page polls every 0.4 s, from any worker) must not fail the job.
+    jobs = IngestJobs(RunStore(tmp_path / "data"))
+    for attempt in range(4):
+        upload = jobs.new_upload_folder()
+        (upload / "planner.dot").write_bytes(b'digraph planner {\n  a [label="load"];\n  a -> b;\n}\n')
+        job_id = jobs.start(upload, name=f"polled{attempt}")
+        deadline = time.monotonic() + 60
+        while (status := jobs.status(job_id))["state"] == "running" and time.monotonic() < deadline:
+            pass  # as often as possible
+        assert status["state"] == "done", status

@@ -148,8 +148,9 @@ def test_killing_an_ingest_midway_leaves_no_run(data_dir: Path, tmp_path: Path) 
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "copying"  # parquet written, sources copied, not yet published
-    staged = list((data_dir / ".staging").iterdir())
+    staged = [p for p in (data_dir / ".staging").iterdir() if p.is_dir()]
     assert staged and (staged[0] / "kernels.parquet").is_file()
+    assert (data_dir / ".staging" / f"{staged[0].name}.owner").is_file()  # names the process writing it
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
     assert list((data_dir / "runs").iterdir()) == []
