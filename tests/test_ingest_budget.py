@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -35,10 +36,27 @@ from dashboard.jobs import IngestJobs
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 from tests.support.dash_requests import upload_payload
-from tests.test_team_server import free_port, get_json, post_json
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TIME_BUDGET_S = 0.25
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def post_json(url: str, body: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.status, json.loads(response.read())
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +157,7 @@ def budget_server(tmp_path: Path) -> Iterator[dict]:
 def test_an_upload_over_its_budget_fails_named_while_health_keeps_answering(budget_server: dict,
                                                                             slow_trace: Path) -> None:
     base, data = budget_server["url"], budget_server["data"]
-    status, answer = post_json(base, "/_dash-update-component",
+    status, answer = post_json(base + "/_dash-update-component",
                                upload_payload(slow_trace.read_bytes(), "big.json.gz", "slow"))
     assert status == 200, answer
     job_id = answer["response"]["ingest-job"]["data"]

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -302,9 +303,9 @@ def test_downloads_are_never_kept_by_a_cache(served) -> None:
 
 
 def test_the_development_server_names_no_versions(tmp_path: Path) -> None:
-    from tests.test_team_server import free_port
-
-    port = free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     process = subprocess.Popen([sys.executable, "-m", "dashboard.app", "--data", str(tmp_path / "data"), "--no-demo",
                                 "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
