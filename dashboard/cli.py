@@ -103,7 +103,9 @@ def cli(ctx: click.Context, data_dir: Path, host: str, port: int, debug: bool, m
     except UsersError as exc:  # never fall back to serving without the login asked for
         _fail(f"error: {exc}", debug)
     click.echo(f"dashboard: serving {settings.data_dir.resolve()} at http://{host}:{port}/", err=True)
-    app.run(host=host, port=port, debug=debug)
+    from dashboard.server_security import QuietRequestHandler  # no versions in `Server:`
+
+    app.run(host=host, port=port, debug=debug, request_handler=QuietRequestHandler)
 
 
 def _fail(message: str, debug: bool) -> None:
@@ -118,12 +120,19 @@ def _fail(message: str, debug: bool) -> None:
 @DATA_OPTION
 @click.option("--name", default=None, help="Run name (default: from the first input's file name).")
 @click.option("--debug", is_flag=True, default=False, help="Show a traceback on errors.")
+@click.option("--max-seconds", type=float, default=None, envvar="DASHBOARD_INGEST_MAX_SECONDS", show_envvar=True,
+              help="Parse in a child process and stop it after this many seconds (0: no limit).")
+@click.option("--max-memory-mb", type=float, default=None, envvar="DASHBOARD_INGEST_MAX_MEMORY_MB",
+              show_envvar=True, help="Parse in a child process and stop it above this resident memory (0: no limit).")
 @click.pass_context
-def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: str | None, debug: bool) -> None:
+def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: str | None, debug: bool,
+           max_seconds: float | None, max_memory_mb: float | None) -> None:
     """Detect the format of each file or folder (by content; .gz is transparent) and store one run.
 
     Several files or a folder of per-rank traces become one run with a rank column.
-    Prints the created run id on stdout; progress goes to stderr.
+    Prints the created run id on stdout; progress goes to stderr. With --max-seconds or
+    --max-memory-mb the parse runs in a child process that is stopped at its budget.
+    Symbolic links are not followed: a link given here is refused, a link inside a folder is skipped.
     """
     from dashboard.collectors.failures import ingest_failure, one_line
     from dashboard.store import RunStore
@@ -133,7 +142,13 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: st
     progress = StderrProgress("ingest")
     store = RunStore(data_dir)
     try:
-        run_id = store.ingest(list(paths), name=name, progress=progress)
+        if max_seconds or max_memory_mb:
+            from dashboard.ingest_budget import Budget, run_in_child
+
+            run_id = run_in_child(data_dir, list(paths), name, Budget(max_seconds or None, max_memory_mb or None),
+                                  debug=debug)
+        else:
+            run_id = store.ingest(list(paths), name=name, progress=progress)
     except KeyboardInterrupt:
         progress.done()
         _fail("error: interrupted; no run was written", debug)

@@ -8,6 +8,16 @@
 - An upload over the limit (Flask's MAX_CONTENT_LENGTH) answers 413 with
   "upload too large: N MiB > limit M MiB" as JSON for Dash's requests and as
   text elsewhere.
+  A body sent without a length (chunked) is counted as it arrives and gets
+  the same 413 once it passes the limit.
+- A run's downloads (`/runs/...`) are `Cache-Control: no-store`: a user's
+  data is never kept by a shared cache, nor served from one after the run is
+  deleted (auth.py makes every other answer behind a login `private`).
+- Malformed requests are the client's error, never the server's: an unknown
+  component-suite file is a 404, a callback request that does not match a
+  callback of this app is a 400 (Dash itself answers both with a 500).
+- `QuietRequestHandler`: the development server's `Server:` header names no
+  versions (gunicorn's says only "gunicorn").
 - `resolve_inside` is the one gate for serving a file from a folder: no
   `..`, no absolute paths, no symlink that leads outside; anything refused
   is a 404, never a 500 and never a read elsewhere.
@@ -15,14 +25,25 @@
 
 from __future__ import annotations
 
+import logging
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import dash
 from dash import _callback as dash_callback
+from dash.exceptions import CallbackException, DependencyException, InvalidCallbackReturnValue
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
+from werkzeug.serving import WSGIRequestHandler
 
 MIB = 1024 * 1024
+log = logging.getLogger("dashboard.security")
+DOWNLOADS_PREFIX = "/runs/"
+SERVER_NAME = "dashboard"
+# A chunked body is kept in memory up to this size, beyond it in a temporary file.
+_SPOOL_BYTES = 16 * MIB
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -92,6 +113,8 @@ def install_security(app: dash.Dash) -> None:
         for header, value in SECURITY_HEADERS.items():
             response.headers.setdefault(header, value)
         response.headers.setdefault("Content-Security-Policy", policy())
+        if request.path.startswith(DOWNLOADS_PREFIX):
+            response.headers["Cache-Control"] = "no-store"
         return response
 
     @server.before_request
@@ -101,6 +124,10 @@ def install_security(app: dash.Dash) -> None:
         limit = server.config.get("MAX_CONTENT_LENGTH")
         if limit and request.content_length and request.content_length > limit:
             raise RequestEntityTooLarge()
+        if limit and request.content_length is None and "chunked" in request.headers.get("Transfer-Encoding", ""):
+            _count_unsized_body(limit)
+
+    _guard_dash_routes(app)
 
     @server.errorhandler(RequestEntityTooLarge)
     def upload_too_large(_error: RequestEntityTooLarge) -> tuple[Response, int]:
@@ -111,6 +138,111 @@ def install_security(app: dash.Dash) -> None:
         if wants_json:
             return jsonify({"error": message, "limit_bytes": limit, "size_bytes": request.content_length}), 413
         return Response(message + "\n", mimetype="text/plain"), 413
+
+
+def _count_unsized_body(limit: int) -> None:
+    """Read a body sent without a length (chunked) up to the limit; past it, 413.
+
+    Werkzeug cuts such a body silently at MAX_CONTENT_LENGTH, so the view saw
+    truncated JSON and answered 400. Read here, the body is handed on with its
+    length, as if it had been declared.
+    """
+    environ = request.environ
+    source = environ["wsgi.input"]
+    body = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)  # noqa: SIM115 (lives as long as the request)
+    size = 0
+    while chunk := source.read(64 * 1024):
+        size += len(chunk)
+        if size > limit:
+            body.close()
+            raise RequestEntityTooLarge()
+        body.write(chunk)
+    body.seek(0)
+    environ["wsgi.input"] = body
+    environ["CONTENT_LENGTH"] = str(size)
+    environ.pop("wsgi.input_terminated", None)
+    environ.pop("HTTP_TRANSFER_ENCODING", None)  # else Werkzeug ignores the length just set
+    request.__dict__.pop("stream", None)  # not read yet; dropped in case anything cached it
+
+
+def _guard_dash_routes(app: dash.Dash) -> None:
+    server: Flask = app.server
+    endpoints = {rule.rule.split("/")[1]: rule.endpoint for rule in server.url_map.iter_rules()}
+
+    def wrap(route: str, guard: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        endpoint = endpoints[route]
+        server.view_functions[endpoint] = guard(server.view_functions[endpoint])
+
+    def suites(serve: Callable[..., Any]) -> Callable[..., Any]:
+        def serve_known(package_name: str, fingerprinted_path: str) -> Any:
+            try:
+                return serve(package_name, fingerprinted_path)
+            except (DependencyException, OSError, KeyError, ValueError):  # not a file Dash registered
+                raise NotFound() from None
+        return serve_known
+
+    def callbacks(dispatch: Callable[..., Any]) -> Callable[..., Any]:
+        def dispatch_known() -> Any:
+            problem = callback_request_problem(request.get_json(silent=True), app.callback_map)
+            if problem:
+                return jsonify({"error": f"malformed callback request: {problem}"}), 400
+            try:
+                return dispatch()
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError, CallbackException) as exc:
+                # The request has the right shape but not the values its callback takes (a callback's
+                # own errors never get here: the app's on_error shows them in the page). A value our
+                # callback returned that Dash cannot send is our bug: that stays a 500.
+                if isinstance(exc, InvalidCallbackReturnValue):
+                    raise
+                log.warning("malformed callback request for %s: %s: %s", request.get_json().get("output"),
+                            type(exc).__name__, exc)
+                return jsonify({"error": "malformed callback request: its values do not fit the callback"}), 400
+        return dispatch_known
+
+    wrap("_dash-component-suites", suites)
+    wrap("_dash-update-component", callbacks)
+
+
+def _is_dependency(item: object) -> bool:
+    return (isinstance(item, dict) and isinstance(item.get("property"), str)
+            and isinstance(item.get("id"), str | dict))
+
+
+def _dependencies_problem(items: object, key: str) -> str:
+    if not isinstance(items, list):
+        return f"'{key}' is not a list"
+    for item in items:
+        # A pattern-matching dependency (ALL) is a list of the components it matched.
+        if not (_is_dependency(item) or (isinstance(item, list) and all(map(_is_dependency, item)))):
+            return f"'{key}' holds something that is not an {{id, property}}"
+    return ""
+
+
+def callback_request_problem(body: object, callback_map: dict[str, Any]) -> str:
+    """What is wrong with a /_dash-update-component body, or '' when it names a callback in Dash's shape."""
+    if not isinstance(body, dict):
+        return "the body is not a JSON object"
+    output = body.get("output")
+    if not isinstance(output, str) or output not in callback_map:
+        return "'output' names no callback of this app"
+    outputs = body.get("outputs")
+    if not (_is_dependency(outputs) or not _dependencies_problem(outputs, "outputs")):
+        return "'outputs' is not an {id, property} or a list of them"
+    for key in ("inputs", "state"):
+        problem = _dependencies_problem(body.get(key, []), key)
+        if problem:
+            return problem
+    changed = body.get("changedPropIds", [])
+    if not isinstance(changed, list) or not all(isinstance(prop, str) for prop in changed):
+        return "'changedPropIds' is not a list of names"
+    return ""
+
+
+class QuietRequestHandler(WSGIRequestHandler):
+    """The development server's request handler without versions in `Server:`."""
+
+    def version_string(self) -> str:
+        return SERVER_NAME
 
 
 def resolve_inside(root: Path, relative: str, jail: Path | None = None) -> Path:

@@ -3,7 +3,13 @@
 A run is `DATA/runs/<name>-<YYYYMMDD-HHMMSS>/` with `run.json`, one parquet
 file per canonical table present, and `source/` holding the original inputs
 byte for byte. A run is assembled in `DATA/.staging/` and renamed into
-`runs/` in one step, so a killed ingest never leaves a half-written run.
+`runs/` in one step, so a killed ingest never leaves a half-written run; each
+staging folder has an `<folder>.owner` file naming the process that writes it,
+so the leftovers of a dead process are removed at the next ingest.
+
+Symbolic links are never followed: a link given as an input is refused, and a
+link inside an input folder (to a file or a folder) is neither parsed nor
+copied, with a warning naming it.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import time
 import uuid
 from collections.abc import Sequence
@@ -26,6 +33,8 @@ import polars as pl
 from dashboard import schema
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, ProgressFn, no_progress
+from dashboard.owners import owner_is_gone, read_owner, write_owner
+from dashboard.sources import copy_sources, refuse_symlink_inputs, symlinks_under
 
 RUN_FILE = "run.json"
 SOURCE_DIR = "source"
@@ -33,8 +42,10 @@ STAGING_DIR = ".staging"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$")
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _KNOWN_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".sqlite", ".log", ".dot", ".txt", ".csv")
-# A staging folder older than this belongs to an ingest that died.
+# A staging folder whose owner cannot be checked (none recorded, or another host's)
+# and older than this belongs to an ingest that died.
 STALE_STAGING_SECONDS = 6 * 3600
+OWNER_SUFFIX = ".owner"
 
 
 class RunNotFound(KeyError):
@@ -139,23 +150,6 @@ def _folder_size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def _copy_sources(paths: Sequence[Path], target: Path) -> list[str]:
-    """Copy every input byte for byte under `target`, keeping folder structure."""
-    target.mkdir(parents=True)
-    copied: list[str] = []
-    for index, path in enumerate(paths):
-        destination = target / path.name
-        if destination.exists():  # two inputs with one file name
-            destination = target / f"{index}" / path.name
-            destination.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir():
-            shutil.copytree(path, destination, symlinks=False)
-        else:
-            shutil.copyfile(path, destination)
-        copied.append(str(destination.relative_to(target)))
-    return copied
-
-
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     temporary.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
@@ -234,6 +228,9 @@ class RunStore:
         inputs = [Path(p) for p in paths]
         if not inputs:
             raise IngestError("(no input)", "nothing to ingest: give at least one file or folder")
+        self.remove_stale_staging()
+        refuse_symlink_inputs(inputs)
+        skipped_links = [f"{link}: symbolic link, skipped" for link in symlinks_under(inputs)]
         collected = registry.collect(inputs, progress)
         if not collected.tables:
             # Say why when the rows were there but none could be kept.
@@ -248,7 +245,7 @@ class RunStore:
             parse_seconds=collected.parse_seconds,
             collectors=collected.collectors,
             metadata=collected.metadata,
-            warnings=collected.warnings,
+            warnings=skipped_links + collected.warnings,
         )
 
     def write(
@@ -266,6 +263,8 @@ class RunStore:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         staging = self.staging_dir / f"{name}-{uuid.uuid4().hex}"
+        marker = _owner_marker(staging)
+        write_owner(marker)  # before the folder, so a cleaner never sees it without its owner
         staging.mkdir()
         try:
             row_counts: dict[str, int] = {}
@@ -276,7 +275,7 @@ class RunStore:
                     conformed = conformed.sort("start_ns", nulls_last=True)
                 conformed.write_parquet(staging / f"{table}.parquet", compression="zstd", statistics=True)
                 row_counts[table] = conformed.height
-            copied = _copy_sources(list(sources), staging / SOURCE_DIR)
+            copied = copy_sources(list(sources), staging / SOURCE_DIR)
             created = datetime.now().astimezone()
             info = {
                 "name": name,
@@ -297,6 +296,8 @@ class RunStore:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+        finally:
+            marker.unlink(missing_ok=True)
 
     def _publish(self, staging: Path, base_id: str) -> str:
         # rename() onto an existing non-empty folder fails, which is exactly the
@@ -320,18 +321,47 @@ class RunStore:
         path = self.run_path(run_id)
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         trash = self.staging_dir / f"deleted-{run_id}-{uuid.uuid4().hex}"
+        write_owner(_owner_marker(trash))
         os.rename(path, trash)
         shutil.rmtree(trash, ignore_errors=True)
+        _owner_marker(trash).unlink(missing_ok=True)
         _open_cached.cache_clear()
 
     def remove_stale_staging(self, older_than_s: float = STALE_STAGING_SECONDS) -> int:
-        """Delete staging folders left by ingests that died; returns how many."""
+        """Delete staging folders left by ingests that died; returns how many.
+
+        A folder whose recorded owner is a process of this host that is gone is
+        removed at once; one whose owner is alive is kept whatever its age; one
+        whose owner cannot be checked (none recorded, another host) only after
+        `older_than_s` without a change.
+        """
         if not self.staging_dir.is_dir():
             return 0
         removed = 0
         now = time.time()
         for entry in self.staging_dir.iterdir():
-            if entry.is_dir() and now - entry.stat().st_mtime > older_than_s:
+            try:
+                if entry.name.endswith(OWNER_SUFFIX):
+                    # A marker whose folder is gone (its writer died between the two steps).
+                    if not entry.with_name(entry.name.removesuffix(OWNER_SUFFIX)).exists() and owner_is_gone(
+                            read_owner(entry)):
+                        entry.unlink(missing_ok=True)
+                    continue
+                if not entry.is_dir() or entry.is_symlink():
+                    continue
+                marker = _owner_marker(entry)
+                owner = read_owner(marker)
+                stale = owner_is_gone(owner) or (
+                    (owner is None or owner.get("host") != socket.gethostname())
+                    and now - entry.stat().st_mtime > older_than_s)
+            except OSError:  # removed meanwhile by another worker's cleanup
+                continue
+            if stale:
                 shutil.rmtree(entry, ignore_errors=True)
+                marker.unlink(missing_ok=True)
                 removed += 1
         return removed
+
+
+def _owner_marker(staging: Path) -> Path:
+    return staging.with_name(staging.name + OWNER_SUFFIX)

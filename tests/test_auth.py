@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import time
 from pathlib import Path
 
 import polars as pl
@@ -199,3 +200,69 @@ def test_hash_password_command_makes_a_working_line() -> None:
     assert line.startswith("dave:scrypt:")
     table = UserTable(None, line)
     assert table.check("dave", "pa ss") and not table.check("dave", "pass")
+
+
+# ---- failed logins are rate-limited; answers behind the login are private -------------------------
+@pytest.fixture
+def limited(tmp_path: Path, lines: dict[str, str]):
+    users_file = tmp_path / "users.txt"
+    users_file.write_text(f"{lines[ALICE]}\n{lines[BOB]}\n")
+    app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False, users_file=users_file))
+    return app.server.test_client()
+
+
+def from_client(client, address: str, user: str, password: str):
+    return client.get("/_dash-layout", headers=basic(user, password), environ_base={"REMOTE_ADDR": address})
+
+
+def test_failed_logins_are_limited_per_client_and_per_user(limited, monkeypatch) -> None:
+    limit = auth.FAILED_LOGINS_PER_WINDOW
+    for attempt in range(limit):
+        assert from_client(limited, "10.0.0.1", ALICE, f"guess{attempt}").status_code == 401
+    hashes: list[str] = []
+    real_check = auth.check_password_hash
+    monkeypatch.setattr(auth, "check_password_hash", lambda *a: hashes.append(a[0]) or real_check(*a))
+    locked = from_client(limited, "10.0.0.1", ALICE, ALICE_PASSWORD)
+    assert locked.status_code == 429 and 0 < int(locked.headers["Retry-After"]) <= 60
+    assert locked.get_data(as_text=True).startswith("too many failed logins; try again in ")
+    assert hashes == []  # refused before any password hash is computed, even the right one
+    # Per user: alice's name is locked from every other address too ...
+    assert from_client(limited, "10.0.0.2", ALICE, ALICE_PASSWORD).status_code == 429
+    # ... per client: this address is locked for every user, another address is not.
+    assert from_client(limited, "10.0.0.1", BOB, BOB_PASSWORD).status_code == 429
+    assert from_client(limited, "10.0.0.2", BOB, BOB_PASSWORD).status_code == 200
+    # A login that already succeeded in this process still gets in: guessing at bob does not lock him out.
+    for attempt in range(limit):
+        assert from_client(limited, "10.0.0.3", BOB, f"guess{attempt}").status_code == 401
+    assert from_client(limited, "10.0.0.4", BOB, "one more guess").status_code == 429
+    assert from_client(limited, "10.0.0.4", BOB, BOB_PASSWORD).status_code == 200
+    # Unknown names are counted per client only (nothing to protect, and no memory spent on them).
+    for attempt in range(limit + 1):
+        assert from_client(limited, f"10.1.0.{attempt}", "mallory", "x").status_code == 401
+
+
+def test_failed_login_window_expires_and_stays_bounded() -> None:
+    window = auth.FailedLogins(limit=2, window_s=0.2, max_keys=3)
+    window.record("a")
+    assert window.wait_seconds("a") == 0
+    window.record("a")
+    assert 0 < window.wait_seconds("a") <= 0.2
+    time.sleep(0.25)
+    assert window.wait_seconds("a") == 0
+    for key in "bcde":
+        window.record(key)
+    assert len(window._failures) == 3 and "b" not in window._failures  # least recently failed dropped
+
+
+def test_every_answer_behind_the_login_is_private(guarded) -> None:
+    client, run_id = guarded["client"], guarded["run_id"]
+    for method, path, body in protected_requests(guarded):
+        response = send(client, method, path, body, basic(BOB, BOB_PASSWORD))
+        cache = response.headers.get("Cache-Control", "")
+        assert "public" not in cache and ("private" in cache or "no-store" in cache), (path, cache)
+    suite = client.get(guarded["suite"], headers=basic(BOB, BOB_PASSWORD))
+    assert suite.cache_control.private and suite.cache_control.max_age == 31536000  # the browser may keep it
+    for download in (f"/runs/{run_id}/source/k.txt", f"/runs/{run_id}/trace.json",
+                     f"/runs/{run_id}/tables/kernels.csv"):
+        assert client.get(download, headers=basic(BOB, BOB_PASSWORD)).headers["Cache-Control"] == "no-store"
+    assert "private" not in client.get("/health").headers.get("Cache-Control", "")

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from dashboard.jobs import IngestJobs
@@ -59,3 +60,52 @@ def test_a_running_status_names_its_process(tmp_path: Path) -> None:
     assert status["state"] == "error" and "bad.json" in status["error"]
     started = jobs._running(upload, ["bad.json"], 0.0, "queued")
     assert (started["pid"], started["host"], started["upload"]) == (os.getpid(), socket.gethostname(), str(upload))
+
+
+WORKER_DIES = """
+import json, os, sys, time
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from dashboard.jobs import IngestJobs
+from dashboard.store import RunStore
+jobs = IngestJobs(RunStore({data!r}))
+job_id = jobs.start(Path({upload!r}), name="outlived")
+print(job_id, flush=True)
+while json.loads((jobs.jobs_dir / (job_id + ".json")).read_text())["pid"] == os.getpid():
+    time.sleep(0.005)
+os._exit(0)  # the worker dies while its child parses
+"""
+
+
+def test_a_child_that_outlives_its_worker_finishes_the_job_itself(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "data")
+    jobs = IngestJobs(store)
+    upload = jobs.new_upload_folder()
+    (upload / "planner.dot").write_bytes(b'digraph planner {\n  a [label="load"];\n  a -> b;\n}\n')
+    repo = str(Path(__file__).resolve().parents[1])
+    worker = subprocess.run([sys.executable, "-c", WORKER_DIES.format(repo=repo, data=str(store.data_dir),
+                                                                       upload=str(upload))],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=60)
+    job_id = worker.stdout.strip()
+    status = jobs.status(job_id)
+    assert status["state"] == "running", status  # the worker is gone, its child (named in the status) is not
+    deadline = time.monotonic() + 60
+    while (status := jobs.status(job_id))["state"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert status["state"] == "done", status
+    assert status["run_id"].startswith("outlived-") and store.exists(status["run_id"])
+    assert not upload.exists()
+
+
+def test_a_job_read_all_the_time_is_never_taken_for_orphaned(tmp_path: Path) -> None:
+    # Between the child's exit and the outcome being written, the status must name a live process:
+    # a reader polling then (the page polls every 0.4 s, from any worker) must not fail the job.
+    jobs = IngestJobs(RunStore(tmp_path / "data"))
+    for attempt in range(4):
+        upload = jobs.new_upload_folder()
+        (upload / "planner.dot").write_bytes(b'digraph planner {\n  a [label="load"];\n  a -> b;\n}\n')
+        job_id = jobs.start(upload, name=f"polled{attempt}")
+        deadline = time.monotonic() + 60
+        while (status := jobs.status(job_id))["state"] == "running" and time.monotonic() < deadline:
+            pass  # as often as possible
+        assert status["state"] == "done", status

@@ -5,8 +5,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 import os
 import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import polars as pl
@@ -242,3 +248,78 @@ def test_run_downloads_menu_links_to_routes_that_serve(served) -> None:
     assert _links(run_downloads("no-such-run")) == [] and _links(run_downloads(None)) == []
     markdown = download_markdown(served["store"].open(run_id).info)
     assert f"(/runs/{run_id}/trace.json)" in markdown and f"(/runs/{run_id}/tables/kernels.csv)" in markdown
+
+
+# ---- malformed requests are 4xx, never 500 -------------------------------------------------------
+@pytest.mark.parametrize("path", ["/_dash-component-suites/unknown_pkg/x.js", "/_dash-component-suites/dash/nope.js",
+                                  "/_dash-component-suites/dash/dcc/nope.v1m1.js",
+                                  "/_dash-component-suites/os/x.js"])
+def test_unknown_component_suite_files_are_404(served, path: str) -> None:
+    assert served["client"].get(path).status_code == 404
+
+
+INGEST_OUTPUT = "..ingest-job.data...ingest-poll.disabled...ingest-message.children...ingest-progress.style.."
+MALFORMED_CALLBACKS = [
+    b"", b"not json", b"[]", b"{}", b"null", b'"text"', b'{"output": 1}',
+    json.dumps({"output": "..nope.children..", "outputs": [], "inputs": [], "state": []}).encode(),
+    json.dumps({"output": INGEST_OUTPUT, "outputs": "x", "inputs": "y"}).encode(),
+    json.dumps({"output": INGEST_OUTPUT, "outputs": [], "inputs": []}).encode(),
+    json.dumps({"output": INGEST_OUTPUT, "outputs": [{"id": "a"}], "inputs": [{"x": 1}], "state": None}).encode(),
+    json.dumps({"output": INGEST_OUTPUT, "outputs": [{"id": "a", "property": "b"}],
+                "inputs": [{"id": "upload", "property": "contents", "value": 5}], "state": []}).encode(),
+    json.dumps({**router_payload("/"), "inputs": [{"id": "_pages_location", "property": "pathname"}]}).encode(),
+    json.dumps({**router_payload("/"), "changedPropIds": [1, 2]}).encode(),
+    json.dumps({**router_payload("/"), "outputs": [[{"id": 1, "property": None}]]}).encode(),
+]
+
+
+@pytest.mark.parametrize("body", MALFORMED_CALLBACKS)
+def test_malformed_callback_requests_are_400(served, body: bytes) -> None:
+    response = served["client"].post("/_dash-update-component", data=body, content_type="application/json")
+    assert response.status_code == 400, response.data[:300]
+    assert response.get_json()["error"].startswith("malformed callback request: ")
+
+
+def chunked_post(client, path: str, body: bytes, content_type: str = "application/json"):
+    # What the development server and gunicorn hand on for `Transfer-Encoding: chunked`: no length.
+    return client.post(path, input_stream=io.BytesIO(body), content_type=content_type,
+                       headers={"Transfer-Encoding": "chunked"}, environ_overrides={"wsgi.input_terminated": True})
+
+
+def test_an_oversized_chunked_body_is_413_and_a_small_one_still_works(served) -> None:
+    big = chunked_post(served["client"], "/_dash-update-component",
+                       json.dumps(upload_payload(os.urandom(2 * 1024 * 1024))).encode())
+    assert big.status_code == 413
+    assert big.get_json()["error"] == "upload too large: more than the limit of 1 MiB"
+    small = chunked_post(served["client"], "/_dash-update-component", json.dumps(router_payload("/")).encode())
+    assert small.status_code == 200 and "runs-grid" in small.get_data(as_text=True)
+
+
+def test_downloads_are_never_kept_by_a_cache(served) -> None:
+    client, run_id = served["client"], served["run_id"]
+    for path in (f"/runs/{run_id}/source/trace.json", f"/runs/{run_id}/tables/kernels.csv",
+                 f"/runs/{run_id}/trace.json", "/runs/nope/trace.json"):
+        assert client.get(path).headers["Cache-Control"] == "no-store", path
+
+
+def test_the_development_server_names_no_versions(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    process = subprocess.Popen([sys.executable, "-m", "dashboard.app", "--data", str(tmp_path / "data"), "--no-demo",
+                                "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
+                    server = response.headers["Server"]
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+    assert server == "dashboard"

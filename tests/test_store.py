@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from dashboard.collectors.base import IngestError
 from dashboard.store import RunNotFound, RunStore, default_name
 from tests.support.csv_collector import write_kernel_csv
 
@@ -128,13 +130,13 @@ from dashboard.collectors import register
 sys.path.insert(0, {repo!r})
 from tests.support.csv_collector import KernelCsvCollector
 register(KernelCsvCollector())
-original = store_module._copy_sources
+original = store_module.copy_sources
 def slow_copy(paths, target):
     result = original(paths, target)
     print("copying", flush=True)
     time.sleep(60)
     return result
-store_module._copy_sources = slow_copy
+store_module.copy_sources = slow_copy
 store_module.RunStore({data!r}).ingest([Path({source!r})])
 """
 
@@ -146,13 +148,79 @@ def test_killing_an_ingest_midway_leaves_no_run(data_dir: Path, tmp_path: Path) 
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "copying"  # parquet written, sources copied, not yet published
-    staged = list((data_dir / ".staging").iterdir())
+    staged = [p for p in (data_dir / ".staging").iterdir() if p.is_dir()]
     assert staged and (staged[0] / "kernels.parquet").is_file()
+    assert (data_dir / ".staging" / f"{staged[0].name}.owner").is_file()  # names the process writing it
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
     assert list((data_dir / "runs").iterdir()) == []
     assert RunStore(data_dir).list_runs() == []
-    # The next start clears what the dead ingest left in staging.
-    old = time.time() - 7 * 3600
-    os.utime(staged[0], (old, old))
+    # The next ingest (or server start) clears what the dead ingest left in staging at once:
+    # its owner is recorded and gone, no need to wait for the folder to age.
     assert RunStore(data_dir).remove_stale_staging() == 1
+    assert list((data_dir / ".staging").iterdir()) == []
+
+
+def test_staging_of_a_live_owner_is_kept_and_of_an_unknown_owner_only_when_old(data_dir: Path) -> None:
+    store = RunStore(data_dir)
+    staging = data_dir / ".staging"
+    staging.mkdir(parents=True)
+    live = staging / "live-run"
+    live.mkdir()
+    (staging / "live-run.owner").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+    unknown = staging / "no-owner-run"
+    unknown.mkdir()
+    old = time.time() - 7 * 3600
+    os.utime(live, (old, old))  # a live owner's folder is kept however old
+    assert store.remove_stale_staging() == 0
+    os.utime(unknown, (old, old))
+    assert store.remove_stale_staging() == 1
+    assert live.is_dir() and not unknown.exists()
+
+
+def test_every_ingest_start_clears_the_staging_of_dead_processes(data_dir: Path, tmp_path: Path,
+                                                                 csv_collector) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    staging = data_dir / ".staging"
+    staging.mkdir(parents=True)
+    (staging / "killed-cli-run").mkdir()
+    (staging / "killed-cli-run" / "kernels.parquet").write_bytes(b"x" * 1000)
+    (staging / "killed-cli-run.owner").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname()}))
+    RunStore(data_dir).ingest([write_kernel_csv(tmp_path / "k.csv")])
+    assert list(staging.iterdir()) == []
+
+
+# ---- symbolic links are never followed ---------------------------------------------------------
+def test_symlinks_in_an_ingested_folder_are_skipped_and_named(data_dir: Path, tmp_path: Path,
+                                                             csv_collector) -> None:
+    secret = tmp_path / "secret"
+    (secret / "deep").mkdir(parents=True)
+    (secret / "passwd").write_text("root:x:0:0")
+    (secret / "deep" / "k.csv").write_text("kernel_csv,name,start_ns,end_ns\nx,stolen,0,1\n")
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    write_kernel_csv(folder / "k.csv")
+    (folder / "notes.txt").symlink_to(secret / "passwd")
+    (folder / "tree").symlink_to(secret)  # a linked folder must not bring its tree in
+    (folder / "more.csv").symlink_to(secret / "deep" / "k.csv")  # nor a recognisable linked file
+    store = RunStore(data_dir)
+    run = store.open(store.ingest([folder]))
+    source = run.info.path / "source"
+    copied = sorted(str(p.relative_to(source)) for p in source.rglob("*"))
+    assert copied == ["traces", "traces/k.csv"]
+    assert not any(p.is_symlink() for p in source.rglob("*"))
+    assert "stolen" not in run.frame("kernels").get_column("name").to_list()
+    assert b"root:x" not in b"".join(p.read_bytes() for p in run.info.path.rglob("*") if p.is_file())
+    for link in ("notes.txt", "tree", "more.csv"):
+        assert f"{folder / link}: symbolic link, skipped" in run.info.warnings
+
+
+def test_a_symlink_given_as_an_input_is_refused_in_one_line(data_dir: Path, tmp_path: Path, csv_collector) -> None:
+    link = tmp_path / "latest.csv"
+    link.symlink_to(write_kernel_csv(tmp_path / "k.csv"))
+    with pytest.raises(IngestError) as refused:
+        RunStore(data_dir).ingest([link])
+    assert str(refused.value) == f"{link}: symbolic link (to {tmp_path / 'k.csv'}); give the file or folder it " \
+                                 "points to instead"
+    assert RunStore(data_dir).list_runs() == []

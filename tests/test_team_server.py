@@ -143,3 +143,21 @@ def test_oversized_upload_gets_413_through_gunicorn(gunicorn_server: dict) -> No
     assert response.status == 413
     assert answer["error"] == "upload too large: 1.3 MiB > limit 1 MiB"
     assert (sorted(runs_dir.iterdir()) if runs_dir.exists() else []) == runs_before
+
+
+def test_an_oversized_chunked_upload_gets_413_through_gunicorn(gunicorn_server: dict) -> None:
+    body = json.dumps(upload_payload(b"x" * (1024 * 1024 + 10), "big.dot", "too-big")).encode()
+    chunks = (body[i:i + 65536] for i in range(0, len(body), 65536))
+    connection = http.client.HTTPConnection("127.0.0.1", gunicorn_server["port"], timeout=30)
+    connection.request("POST", "/_dash-update-component", body=chunks, encode_chunked=True,
+                       headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    connection.close()
+    assert response.status == 413
+    assert answer["error"] == "upload too large: more than the limit of 1 MiB"
+
+
+def test_gunicorn_names_no_version(gunicorn_server: dict) -> None:
+    with urllib.request.urlopen(gunicorn_server["url"] + "/health", timeout=10) as response:
+        assert response.headers["Server"] == "gunicorn"

@@ -112,10 +112,13 @@ def _unrecognised_problem(path: Path) -> str:
 
 
 def _files_under(folder: Path) -> list[Path]:
+    # Symlinks are never followed (rglob does not descend into linked folders; a linked
+    # file is skipped here): a link could bring in any file the server can read.
     return sorted(
         p
         for p in folder.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+        if not p.is_symlink() and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
     )
 
 

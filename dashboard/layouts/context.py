@@ -15,7 +15,7 @@ def configure(settings: Settings) -> RunStore:
     store = RunStore(settings.data_dir)
     _state["settings"] = settings
     _state["store"] = store
-    _state["jobs"] = IngestJobs(store)
+    _state["jobs"] = IngestJobs(store, settings)
     return store
 
 

@@ -19,6 +19,7 @@ from dashboard.layouts.downloads import download_markdown
 from dashboard.layouts.page import page_header, page_href
 from dashboard.layouts.run_warnings import runs_warnings_overview, warnings_details
 from dashboard.layouts.shell import RUNS_VERSION
+from dashboard.pages.failed_uploads import failed_uploads_card
 from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import RunInfo, RunNotFound
 
@@ -116,6 +117,7 @@ def layout(**_query: Any) -> html.Div:
         [
             page_header("Runs", None, "Every ingested trace, capture, memory log and planner dump"),
             _upload_card(),
+            failed_uploads_card(),
             html.Div(
                 [
                     dbc.Button("Delete selected", id="delete-runs", color="danger", outline=True, size="sm",
@@ -182,6 +184,7 @@ def start_ingest(contents: list[str] | None, filenames: list[str] | None, name: 
         try:
             target.write_bytes(_decode(content))
         except (binascii.Error, ValueError):
+            jobs.discard_upload(folder)  # unreadable bytes: nothing to keep for a retry
             return dash.no_update, True, dbc.Alert(f"{filename}: the upload arrived damaged; try again",
                                                    color="danger"), {"display": "none"}
     job_id = jobs.start(folder, name=name.strip() if name else None)
@@ -221,7 +224,8 @@ def poll_ingest(_ticks: int, job_id: str | None, version: int) -> tuple[Any, ...
         return 100, "100%", message, True, runs_rows(), (version or 0) + 1, hidden
     error = status.get("error") or status.get("message", "unknown error")
     message = dbc.Alert([html.Strong("Could not ingest: "), error,
-                         html.Div("The uploaded files were kept on the server for a retry.", className="small")],
+                         html.Div("The uploaded files are kept on the server: retry or delete them below.",
+                                  className="small")],
                         color="danger", dismissable=True, className="ingest-error")
     return 0, "", message, True, dash.no_update, dash.no_update, hidden
 

@@ -149,6 +149,7 @@ def test_bad_upload_names_file_and_problem_and_server_keeps_serving(page: Page, 
     assert len(RunStore(server.data_dir).list_runs()) == before
     kept = list((server.data_dir / "uploads" / "failed").rglob("garbage.bin"))
     assert kept and kept[0].read_bytes() == garbage.read_bytes()  # nothing a user gave us is lost
+    expect(page.locator("#failed-uploads")).to_contain_text("garbage.bin")  # offered for a retry or delete
     with urllib.request.urlopen(server.url + "/health", timeout=5) as response:
         assert response.status == 200
     page.goto(server.url + "/memory")

@@ -1,0 +1,262 @@
+"""Ingest in a child process with a wall-time and memory budget, so no input can take a server hostage.
+
+A parser that runs away (a pathological regular expression, a decompression
+bomb, a bug) must cost the server one child process, never a worker: the
+child runs `RunStore.ingest`, reports progress itself, and sends its outcome
+back on a pipe. The parent only waits (in a thread that holds no lock and
+no GIL while it waits), and kills the child's whole process group when
+
+- the parse has run longer than `Budget.seconds` (counted from the moment the
+  child has loaded its modules and starts reading, so a tiny budget still
+  measures parsing, not Python's start-up), or
+- the resident memory of the child and its own children (the Kineto
+  collector decodes big traces in helper processes) exceeds
+  `Budget.memory_mb` (read from /proc every 50 ms; where /proc is missing, as
+  on macOS, only the time budget applies).
+
+A killed child's staging folder is removed at once (its owner is gone).
+The budget scales with the input: a base plus a share per MB of input, a
+gzip file counting at its uncompressed size (read from its trailer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dashboard.collectors.base import IngestError
+from dashboard.store import RunStore
+
+MB = 1024 * 1024
+# Importing polars and the collectors takes well under a second; this only catches a child that never starts.
+STARTUP_SECONDS = 120.0
+_POLL_SECONDS = 0.05
+READY = b"ready\n"
+
+
+class BudgetExceeded(IngestError):
+    """The child used more time or memory than its budget and was stopped."""
+
+
+class ChildIngestFailed(Exception):
+    """The child failed with an unexpected error (a parser bug); `kind` is the exception's type name."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long and how much memory one ingest may use; None means no limit."""
+
+    seconds: float | None
+    memory_mb: float | None
+    # Where the limit is set, for the message when it is exceeded.
+    seconds_hint: str = "--max-seconds"
+    memory_hint: str = "--max-memory-mb"
+
+
+def input_megabytes(paths: Sequence[Path]) -> float:
+    """The size of the inputs in MB, a gzip file at its uncompressed size; links are not counted (not read)."""
+    total = 0
+    for path in paths:
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+        for file in files:
+            if file.is_symlink():
+                continue
+            size = file.stat().st_size
+            total += max(size, _gzip_uncompressed_size(file)) if size >= 18 else size
+    return total / MB
+
+
+def _gzip_uncompressed_size(path: Path) -> int:
+    # ISIZE, the last 4 bytes of a gzip member: the uncompressed size modulo 2^32.
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(2) != b"\x1f\x8b":
+                return 0
+            handle.seek(-4, os.SEEK_END)
+            return int.from_bytes(handle.read(4), "little")
+    except (OSError, gzip.BadGzipFile):
+        return 0
+
+
+def scaled_budget(paths: Sequence[Path], *, fixed_seconds: float | None, fixed_memory_mb: float | None,
+                  seconds_base: float, seconds_per_mb: float, memory_mb_base: float,
+                  memory_mb_per_mb: float, seconds_hint: str, memory_hint: str) -> Budget:
+    """A fixed limit where one is set, else base + per-MB share of the input; 0 turns a limit off."""
+    size = input_megabytes(paths)
+    seconds = fixed_seconds if fixed_seconds is not None else seconds_base + seconds_per_mb * size
+    memory = fixed_memory_mb if fixed_memory_mb is not None else memory_mb_base + memory_mb_per_mb * size
+    return Budget(seconds=seconds or None, memory_mb=memory or None,
+                  seconds_hint=seconds_hint, memory_hint=memory_hint)
+
+
+def resident_mb(pid: int) -> float | None:
+    """A process's resident memory in MB, or None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as children:
+                found.extend(int(child) for child in children.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def tree_resident_mb(pid: int) -> float | None:
+    """Resident memory of a process and all its descendants in MB, or None where it cannot be read."""
+    own = resident_mb(pid)
+    if own is None:
+        return None
+    total, pending, seen = own, _children(pid), {pid}
+    while pending:
+        child = pending.pop()
+        if child in seen:
+            continue
+        seen.add(child)
+        total += resident_mb(child) or 0.0
+        pending.extend(_children(child))
+    return total
+
+
+def _child_env() -> dict[str, str]:
+    # The child imports `dashboard` from where this process did, whatever its working directory.
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def run_in_child(data_dir: Path, paths: Sequence[Path], name: str | None, budget: Budget, *,
+                 job: dict[str, Any] | None = None, debug: bool = False,
+                 started: Callable[[int], None] | None = None,
+                 ending: Callable[[], None] | None = None) -> str:
+    """Ingest `paths` into `data_dir` in a child process within `budget`; return the run id.
+
+    `job` (job_id, upload, files, name) makes the child write its progress to
+    that job's status file; without it progress goes to stderr (the CLI).
+    `started(pid)` is called as soon as the child exists, `ending()` before the
+    child is reaped or killed (and again after a kill): a job's status must
+    name a live process until its outcome is written, or a reader would take
+    the job for orphaned.
+    Raises BudgetExceeded, IngestError (the child's, same text) or ChildIngestFailed.
+    """
+    names = ", ".join(str(p) for p in paths)
+    spec = {"data_dir": str(data_dir), "paths": [str(p) for p in paths], "name": name, "debug": debug,
+            "job": job, "parent_pid": os.getpid(), "backstop_seconds": _backstop(budget)}
+    process = subprocess.Popen([sys.executable, "-m", "dashboard.ingest_child"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, env=_child_env(), start_new_session=True)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        if started is not None:
+            started(process.pid)
+        process.stdin.write(json.dumps(spec).encode())
+        process.stdin.close()
+        output = _watch(process, budget, names)
+    except BaseException:  # a budget, Ctrl-C in the CLI, a worker shutting down: the child goes too
+        if ending is not None:
+            ending()
+        _stop(process)
+        if ending is not None:
+            ending()  # a status the child replaced just before it was killed names it again
+        RunStore(data_dir).remove_stale_staging()
+        raise
+    if ending is not None:
+        ending()
+    process.wait()
+    return _outcome(output.partition(READY)[2], process.returncode, names)
+
+
+def _backstop(budget: Budget) -> int:
+    # If this process dies, nobody watches the child: it stops itself (SIGALRM) a while after its budget.
+    return int(budget.seconds * 2 + 60) if budget.seconds else 0
+
+
+def _watch(process: subprocess.Popen[bytes], budget: Budget, names: str) -> bytes:
+    assert process.stdout is not None
+    stream = process.stdout.fileno()
+    output = b""
+    started = time.monotonic()
+    ready_at: float | None = None
+    while True:
+        readable, _, _ = select.select([stream], [], [], _POLL_SECONDS)
+        if readable:
+            chunk = os.read(stream, 65536)
+            if not chunk:
+                return output  # the child has exited (or closed its end)
+            output += chunk
+        now = time.monotonic()
+        if ready_at is None and READY in output:
+            ready_at = now
+        if ready_at is not None and output.partition(READY)[2].endswith(b"\n"):
+            return output  # the outcome is complete: a run just published is never killed as "over budget"
+        if ready_at is None and now - started > STARTUP_SECONDS:
+            raise IngestError(names, f"the ingest process did not start within {STARTUP_SECONDS:g} s")
+        if budget.seconds and ready_at is not None and now - ready_at > budget.seconds:
+            raise BudgetExceeded(names, f"parsing took longer than its time budget of {budget.seconds:.3g} s "
+                                        f"and was stopped (the limit is set by {budget.seconds_hint})")
+        if budget.memory_mb:
+            used = tree_resident_mb(process.pid)
+            if used is not None and used > budget.memory_mb:
+                raise BudgetExceeded(names, f"parsing needed more than its memory budget of "
+                                            f"{budget.memory_mb:.0f} MB ({used:.0f} MB) and was stopped "
+                                            f"(the limit is set by {budget.memory_hint})")
+
+
+def ingest_error(outcome: dict[str, Any]) -> IngestError:
+    """The child's IngestError again, its text exactly as the child had it."""
+    error = IngestError(outcome["path"], outcome["problem"])
+    if isinstance(outcome.get("message"), str):
+        error.args = (outcome["message"],)
+    return error
+
+
+def _outcome(report: bytes, returncode: int, names: str) -> str:
+    try:
+        outcome = json.loads(report)
+    except ValueError:
+        outcome = None
+    if not isinstance(outcome, dict):
+        how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with code {returncode}"
+        raise IngestError(names, f"the ingest process {how} before it finished; no run was written")
+    if "run_id" in outcome:
+        return str(outcome["run_id"])
+    if "path" in outcome:
+        raise ingest_error(outcome)
+    if outcome.get("interrupted"):
+        raise KeyboardInterrupt
+    raise ChildIngestFailed(str(outcome.get("kind", "Exception")), str(outcome.get("error", "")))

@@ -1,0 +1,96 @@
+"""The child side of a budgeted ingest: `python -m dashboard.ingest_child` (started by `ingest_budget`).
+
+It reads its task as JSON on stdin, says `ready` on its private channel once
+its modules are loaded (the parent starts the clock then), ingests, and
+writes one JSON outcome on that channel: {"run_id"}, {"path", "problem"} for
+an IngestError, {"kind", "error"} for anything else. The channel is a copy of
+the original stdout; fd 1 itself is pointed at stderr, so nothing a library
+prints can corrupt the outcome.
+
+Progress goes to the job's status file (the web) or to stderr (the CLI). If
+the parent has died meanwhile (a server worker restarted), nobody will read
+the outcome, so the child does the job's bookkeeping itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, TextIO
+
+
+def _channel() -> TextIO:
+    private = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(private, "w", encoding="utf-8")
+
+
+def main() -> None:
+    spec: dict[str, Any] = json.loads(sys.stdin.read())
+    channel = _channel()
+    if spec.get("backstop_seconds"):
+        # Default action (terminate) even inside C code that never returns to Python.
+        signal.alarm(int(spec["backstop_seconds"]))
+
+    from dashboard.cli import StderrProgress
+    from dashboard.jobs import IngestJobs, throttled_status
+    from dashboard.store import RunStore
+
+    store = RunStore(spec["data_dir"])
+    job = spec.get("job")
+    jobs = IngestJobs(store)
+    progress = throttled_status(jobs, job) if job else StderrProgress("ingest")
+    try:
+        channel.write("ready\n")
+        channel.flush()
+    except BrokenPipeError:
+        pass  # the parent is gone already: finish the job alone (below)
+    outcome = _ingest(store, spec, progress)
+    if isinstance(progress, StderrProgress):
+        progress.done()
+    if job and os.getppid() != spec.get("parent_pid"):
+        jobs.finish(job, outcome.get("run_id"), None if "run_id" in outcome else _failure(outcome))
+    with contextlib.suppress(BrokenPipeError, OSError):
+        channel.write(json.dumps(outcome) + "\n")
+        channel.close()
+
+
+def _ingest(store: Any, spec: dict[str, Any], progress: Any) -> dict[str, Any]:
+    from dashboard.collectors.base import IngestError
+
+    try:
+        return {"run_id": store.ingest([Path(p) for p in spec["paths"]], name=spec.get("name"), progress=progress)}
+    except IngestError as exc:
+        _log(spec)
+        return {"path": exc.path, "problem": exc.problem, "message": str(exc)}
+    except KeyboardInterrupt:
+        return {"interrupted": True}
+    except Exception as exc:  # a parser bug: named and reported, never lost
+        _log(spec)
+        return {"kind": type(exc).__name__, "error": str(exc)}
+
+
+def _log(spec: dict[str, Any]) -> None:
+    # The traceback goes to stderr under --debug and always into a server's log.
+    if spec.get("debug") or spec.get("job"):
+        traceback.print_exc(file=sys.stderr)
+
+
+def _failure(outcome: dict[str, Any]) -> Exception:
+    from dashboard.ingest_budget import ChildIngestFailed, ingest_error
+
+    if "path" in outcome:
+        return ingest_error(outcome)
+    if outcome.get("interrupted"):
+        return ChildIngestFailed("KeyboardInterrupt", "interrupted")
+    return ChildIngestFailed(str(outcome.get("kind")), str(outcome.get("error")))
+
+
+if __name__ == "__main__":
+    main()
