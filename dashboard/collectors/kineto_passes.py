@@ -1,0 +1,176 @@
+"""Forward / backward / optimizer: the pass and the profiler step of every range and GPU event.
+
+Ranges, from the trace's own evidence (ancestors are the enclosing ranges on
+the same thread):
+
+* **backward**: the range or an ancestor is an autograd backward function
+  (`autograd::engine::evaluate_function: …`, `ConvolutionBackward0`,
+  `…Backward1`, 2021's bare `CudnnConvolutionBackward`, torch.compile's
+  `CompiledFunctionBackward`, `AccumulateGrad`), carries a non-zero
+  `Fwd thread id`, or is a `## backward ##`-style annotation; or the range
+  lies on an autograd-engine thread: a CPU thread that runs backward
+  functions, holds no profiler step and no forward evidence (module frames,
+  forward annotations, forward ops of backward nodes). The engine also runs
+  gradient accumulation there (`aten::add`, `aten::sum` at the top level):
+  that is backward work although no backward function encloses it.
+* **optimizer**: not backward, and the range or an ancestor is `Optimizer.…`
+  (`Optimizer.step#SGD.step`, `Optimizer.zero_grad#SGD.zero_grad`) or an
+  `## optimizer ##`-style annotation.
+* **unattributed**: a profiler step itself (`ProfilerStep#N`, on the CPU or
+  projected on a GPU stream): it holds every pass.
+* **forward**: everything else.
+
+GPU events (kernels, copies, memsets) take the pass of the innermost op
+enclosing their launch, which is backward / optimizer exactly when one of
+the ops enclosing the launch is; a launch under no op (or directly under the
+step) is backward on an autograd-engine thread and forward elsewhere; only
+an event that no launch links to the CPU (no runtime call, no op) is
+`unattributed`.
+
+Step: the `N` of the CPU `ProfilerStep#N` open at the range's start or at
+the GPU event's launch, in the same file (rank). The autograd thread has no
+step of its own; the main thread's step is open while it waits in
+`backward()`, so its launches fall in that step by time. Null outside steps.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from dashboard.collectors.kineto_nesting import flag_inherited
+
+TRACK = ("file", "pid_key", "tid_key")
+FORWARD, BACKWARD, OPTIMIZER, UNATTRIBUTED = "forward", "backward", "optimizer", "unattributed"
+ANNOTATIONS = ("user_annotation", "gpu_user_annotation")
+_CPU_CATEGORIES = ("cpu_op", "user_annotation", "profiler_step", "python_function")
+_STEP = r"^ProfilerStep#(\d+)"
+AUTOGRAD_TRACK = "_autograd_track"
+
+
+def pass_name_features(name: pl.Expr) -> list[pl.Expr]:
+    """String tests of a range name that the pass rules read (run once per distinct name)."""
+    lower = name.str.to_lowercase()
+    # A user mark written like `## backward ##` may arrive as `Operator` (2021) rather than an annotation.
+    marked = name.str.starts_with("#")
+    return [
+        name.str.starts_with("autograd::engine::evaluate_function").alias("_engine_node"),
+        name.str.contains(r"(?:Backward\d*|AccumulateGrad)$").alias("_backward_op_name"),
+        lower.str.contains("backward", literal=True).alias("_backward_word"),
+        lower.str.contains("forward", literal=True).alias("_forward_word"),
+        name.str.starts_with("Optimizer.").alias("_optimizer_op"),
+        lower.str.contains("optimizer", literal=True).alias("_optimizer_word"),
+        marked.alias("_marked"),
+        name.str.extract(_STEP, 1).cast(pl.Int64, strict=False).alias("_step_number"),
+    ]
+
+
+PASS_FEATURES = ("_engine_node", "_backward_op_name", "_backward_word", "_forward_word", "_optimizer_op",
+                 "_optimizer_word", "_marked", "_step_number")
+
+
+def _annotation_like() -> pl.Expr:
+    return pl.col("category").is_in(ANNOTATIONS) | pl.col("_marked")
+
+
+def backward_roots(frame: pl.DataFrame) -> pl.Series:
+    """Ranges that are backward by their own name or args (their descendants inherit it)."""
+    return frame.select(
+        pl.col("_engine_node")
+        | (pl.col("category").is_in(_CPU_CATEGORIES) & pl.col("_backward_op_name"))
+        | (pl.col("fwd_thread") > 0).fill_null(False)
+        | (_annotation_like() & pl.col("_backward_word"))
+    ).to_series()
+
+
+def _autograd_tracks(frame: pl.DataFrame, roots: pl.Series, forward_evidence: pl.Series) -> pl.Series:
+    """Per row: is its track an autograd-engine thread (see the module docstring)."""
+    cpu = pl.col("category").is_in(_CPU_CATEGORIES)
+    flags = frame.select(*TRACK, cpu.alias("_cpu"), (pl.col("category") == "profiler_step").alias("_is_step"))
+    flags = flags.with_columns(roots.alias("_root"), forward_evidence.alias("_fwd"))
+    return flags.select(
+        (pl.col("_cpu").all() & (pl.col("_root") & pl.col("_cpu")).any() & ~pl.col("_is_step").any()
+         & ~pl.col("_fwd").any()).over(list(TRACK))
+    ).to_series()
+
+
+def range_passes(frame: pl.DataFrame, parent: pl.Series, forward_evidence: pl.Series) -> pl.DataFrame:
+    """`pass` and `_autograd_track` per range of a nested, featured frame."""
+    roots = backward_roots(frame)
+    on_engine_thread = _autograd_tracks(frame, roots, forward_evidence)
+    backward = flag_inherited(roots, parent) | on_engine_thread
+    optimizer_root = frame.select(
+        pl.col("_optimizer_op") | (_annotation_like() & pl.col("_optimizer_word"))).to_series()
+    optimizer = ~backward & flag_inherited(optimizer_root, parent)
+    is_step = frame.select(
+        (pl.col("category") == "profiler_step")
+        | ((pl.col("category") == "gpu_user_annotation") & pl.col("_step_number").is_not_null())
+    ).to_series()
+    flags = pl.DataFrame({"backward": backward, "optimizer": optimizer, "step": is_step})
+    passes = flags.select(
+        pl.when(pl.col("backward")).then(pl.lit(BACKWARD))
+        .when(pl.col("optimizer")).then(pl.lit(OPTIMIZER))
+        .when(pl.col("step")).then(pl.lit(UNATTRIBUTED))
+        .otherwise(pl.lit(FORWARD)).alias("pass")
+    )
+    return passes.with_columns(on_engine_thread.alias(AUTOGRAD_TRACK))
+
+
+def steps_of(ranges: pl.DataFrame, number: str = "step") -> pl.DataFrame:
+    """CPU profiler steps: file, _step_start, _step_end, step (from column `number`), sorted by start."""
+    return (
+        ranges.filter(pl.col("category") == "profiler_step")
+        .select(pl.col("file").cast(pl.Int32), pl.col("start_ns").alias("_step_start"),
+                pl.col("end_ns").alias("_step_end"), pl.col(number).cast(pl.Int64).alias("step"))
+        .sort("_step_start")
+    )
+
+
+def step_at(points: pl.DataFrame, steps: pl.DataFrame) -> pl.Series:
+    """Per point (`file`, `at`), the number of the step open at `at` in that file; null when none."""
+    if steps.height == 0 or points.height == 0:
+        return pl.Series("step", [None] * points.height, dtype=pl.Int64)
+    left = (points.select(pl.col("file").cast(pl.Int32), "at").with_row_index("_point")
+            .filter(pl.col("at").is_not_null()).sort("at"))
+    joined = left.join_asof(steps, left_on="at",
+                            right_on="_step_start", by="file", strategy="backward", check_sortedness=False)
+    inside = joined.select("_point", pl.when(pl.col("at") <= pl.col("_step_end")).then(pl.col("step")).alias("step"))
+    full = pl.DataFrame({"_point": pl.int_range(points.height, dtype=pl.UInt32, eager=True)})
+    return full.join(inside, on="_point", how="left").sort("_point").get_column("step")
+
+
+def ranges_step(featured: pl.DataFrame) -> pl.Series:
+    """Per range (with name features), the step open at its start (a step's own number for a step)."""
+    return step_at(featured.select("file", pl.col("start_ns").alias("at")), steps_of(featured, "_step_number"))
+
+
+def gpu_passes(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+    """`pass` and `step` of GPU events linked by `link_gpu` (op_row, api_* columns)."""
+    if ranges.height == 0:
+        linked_any = pl.col("api_found").fill_null(False)
+        return linked.select(
+            pl.when(linked_any).then(pl.lit(FORWARD)).otherwise(pl.lit(UNATTRIBUTED)).alias("pass"),
+            pl.lit(None, pl.Int64).alias("step"))
+    row = linked.get_column("op_row")
+    engine = (ranges.filter(pl.col(AUTOGRAD_TRACK)).select(
+        pl.col("file"), pl.col("pid_key").alias("api_pid_key"), pl.col("tid_key").alias("api_tid_key"))
+        .unique().with_columns(pl.lit(True).alias("_engine")))
+    keys = ["file", "api_pid_key", "api_tid_key"]
+    on_engine = (linked.select(*keys).join(engine, on=keys, how="left", maintain_order="left")
+                 .get_column("_engine").fill_null(False))
+    frame = linked.select("file", "api_found", "api_start", "op_row").with_columns(
+        ranges.get_column("pass").gather(row).alias("_op_pass"),
+        ranges.get_column("start_ns").gather(row).alias("_op_start"),
+        on_engine.alias("_engine"),
+    )
+    op_pass = pl.col("_op_pass")
+    launched = pl.col("api_found").fill_null(False) | pl.col("op_row").is_not_null()
+    passes = frame.select(
+        "file",
+        pl.when(op_pass.is_in([BACKWARD, OPTIMIZER])).then(op_pass)
+        .when(launched & pl.col("_engine")).then(pl.lit(BACKWARD))
+        .when(launched).then(pl.lit(FORWARD))
+        .otherwise(pl.lit(UNATTRIBUTED)).alias("pass"),
+        pl.coalesce("api_start", "_op_start").alias("at"),
+    )
+    return passes.select("pass").with_columns(step_at(passes, steps_of(ranges)).alias("step"))
+
