@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from dashboard.collectors.kineto_nesting import flag_inherited
+from dashboard.collectors.kineto_nesting import flag_inherited, track_starts
 
 TRACK = ("file", "pid_key", "tid_key")
 FORWARD, BACKWARD, OPTIMIZER, UNATTRIBUTED = "forward", "backward", "optimizer", "unattributed"
@@ -84,13 +84,18 @@ def backward_roots(frame: pl.DataFrame) -> pl.Series:
 
 def _autograd_tracks(frame: pl.DataFrame, roots: pl.Series, forward_evidence: pl.Series) -> pl.Series:
     """Per row: is its track an autograd-engine thread (see the module docstring)."""
+    # `frame` comes from `nest`, sorted by track: a running count of track starts numbers the tracks,
+    # so the per-track test is a group-by on one integer and a gather back.
     cpu = pl.col("category").is_in(_CPU_CATEGORIES)
-    flags = frame.select(*TRACK, cpu.alias("_cpu"), (pl.col("category") == "profiler_step").alias("_is_step"))
-    flags = flags.with_columns(roots.alias("_root"), forward_evidence.alias("_fwd"))
-    return flags.select(
+    flags = frame.select(
+        (track_starts(list(TRACK)).cum_sum() - 1).cast(pl.Int64).alias("_track"),
+        cpu.alias("_cpu"), (pl.col("category") == "profiler_step").alias("_is_step"),
+    ).with_columns(roots.alias("_root"), forward_evidence.alias("_fwd"))
+    per_track = flags.group_by("_track").agg(
         (pl.col("_cpu").all() & (pl.col("_root") & pl.col("_cpu")).any() & ~pl.col("_is_step").any()
-         & ~pl.col("_fwd").any()).over(list(TRACK))
-    ).to_series()
+         & ~pl.col("_fwd").any()).alias("_engine")
+    ).sort("_track")
+    return per_track.get_column("_engine").gather(flags.get_column("_track"))
 
 
 def range_passes(frame: pl.DataFrame, parent: pl.Series, forward_evidence: pl.Series) -> pl.DataFrame:
@@ -126,16 +131,33 @@ def steps_of(ranges: pl.DataFrame, number: str = "step") -> pl.DataFrame:
 
 
 def step_at(points: pl.DataFrame, steps: pl.DataFrame) -> pl.Series:
-    """Per point (`file`, `at`), the number of the step open at `at` in that file; null when none."""
+    """Per point (`file`, `at`), the number of the step open at `at` in that file; null when none.
+
+    A binary search of each point among its file's step starts (few steps, many
+    points: no sort of the points, no join), one file at a time.
+    """
+    result = pl.Series("step", [None], dtype=pl.Int64).new_from_index(0, points.height) if points.height else \
+        pl.Series("step", [], dtype=pl.Int64)
     if steps.height == 0 or points.height == 0:
-        return pl.Series("step", [None] * points.height, dtype=pl.Int64)
-    left = (points.select(pl.col("file").cast(pl.Int32), "at").with_row_index("_point")
-            .filter(pl.col("at").is_not_null()).sort("at"))
-    joined = left.join_asof(steps, left_on="at",
-                            right_on="_step_start", by="file", strategy="backward", check_sortedness=False)
-    inside = joined.select("_point", pl.when(pl.col("at") <= pl.col("_step_end")).then(pl.col("step")).alias("step"))
-    full = pl.DataFrame({"_point": pl.int_range(points.height, dtype=pl.UInt32, eager=True)})
-    return full.join(inside, on="_point", how="left").sort("_point").get_column("step")
+        return result
+    files = points.get_column("file").cast(pl.Int32)
+    for (file,), mine in steps.partition_by("file", as_dict=True, maintain_order=True).items():
+        only_file = files.n_unique() == 1 and files[0] == file
+        at = points.get_column("at") if only_file else points.get_column("at").filter(files == file)
+        if at.len() == 0:
+            continue
+        last_start = mine.get_column("_step_start").search_sorted(at, side="right").cast(pl.Int64) - 1
+        found = pl.DataFrame({"at": at, "index": last_start}).select(
+            pl.when((pl.col("index") >= 0) & pl.col("at").is_not_null())
+            .then(pl.col("index")).alias("index"), "at")
+        index = found.get_column("index")
+        step = mine.get_column("step").gather(index)
+        inside = found.get_column("at") <= mine.get_column("_step_end").gather(index)
+        step = step.zip_with(inside.fill_null(False), pl.Series([None], dtype=pl.Int64).new_from_index(0, at.len()))
+        if only_file:
+            return step.alias("step")
+        result = result.scatter((files == file).arg_true(), step)
+    return result
 
 
 def ranges_step(featured: pl.DataFrame) -> pl.Series:
@@ -151,16 +173,15 @@ def gpu_passes(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
             pl.when(linked_any).then(pl.lit(FORWARD)).otherwise(pl.lit(UNATTRIBUTED)).alias("pass"),
             pl.lit(None, pl.Int64).alias("step"))
     row = linked.get_column("op_row")
-    engine = (ranges.filter(pl.col(AUTOGRAD_TRACK)).select(
-        pl.col("file"), pl.col("pid_key").alias("api_pid_key"), pl.col("tid_key").alias("api_tid_key"))
-        .unique().with_columns(pl.lit(True).alias("_engine")))
-    keys = ["file", "api_pid_key", "api_tid_key"]
-    on_engine = (linked.select(*keys).join(engine, on=keys, how="left", maintain_order="left")
-                 .get_column("_engine").fill_null(False))
-    frame = linked.select("file", "api_found", "api_start", "op_row").with_columns(
+    # Engine threads are a handful: one vectorised test per thread, not a join over every event.
+    on_engine = pl.lit(False)
+    engine = ranges.filter(pl.col(AUTOGRAD_TRACK)).select(*TRACK).unique()
+    for file, pid, tid in engine.iter_rows():
+        on_engine = on_engine | ((pl.col("file") == file) & (pl.col("api_pid_key") == pid)
+                                 & (pl.col("api_tid_key") == tid)).fill_null(False)
+    frame = linked.select("file", "api_found", "api_start", "op_row", on_engine.alias("_engine")).with_columns(
         ranges.get_column("pass").gather(row).alias("_op_pass"),
         ranges.get_column("start_ns").gather(row).alias("_op_start"),
-        on_engine.alias("_engine"),
     )
     op_pass = pl.col("_op_pass")
     launched = pl.col("api_found").fill_null(False) | pl.col("op_row").is_not_null()
