@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import polars as pl
 import pytest
 
@@ -179,7 +181,7 @@ def test_optimizer_steps_are_ranges_of_the_optimizer_pass_and_own_their_kernels(
             return super().step(closure)
 
     optimizer = LaunchingSGD(model.parameters(), lr=0.1)
-    global_hooks = torch.optim.optimizer._global_optimizer_pre_hooks
+    global_hooks = importlib.import_module("torch.optim.optimizer")._global_optimizer_pre_hooks
     before = len(global_hooks)
     with CaptureSession("t", backend=gpu, layers=True, flops=False) as session:
         for _ in range(2):
