@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 from dashboard.analysis.timeline_lanes import pass_bands
+from dashboard.collectors import registry
 from dashboard.collectors.base import Collected
 from dashboard.collectors.kineto import COLLECTOR
 
@@ -98,3 +99,11 @@ def test_resnet_passes_lane_has_one_band_per_pass_per_step(shared_dir: Path) -> 
     assert dict(bands.group_by("pass").len().iter_rows()) == {"forward": 6, "backward": 6, "optimizer": 6}
     longest_ms = (bands["end_ns"] - bands["start_ns"]).max() / 1e6  # type: ignore[operator]
     assert longest_ms < 80  # a step lasts ~180 ms; no band spans two
+
+
+def test_nsys_sample_claims_no_pass(shared_dir: Path) -> None:
+    """The saxpy MPI export has no autograd or optimizer evidence: no kernel gets a pass, the lane has no band."""
+    run = registry.collect([shared_dir / "samples" / "nsys" / "pipit_saxpy-mpi-cuda_nsys_perlmutter0.sqlite"])
+    kernels = run.tables["kernels"]
+    assert kernels.height == 5 and kernels["pass"].null_count() == 5 and kernels["step"].null_count() == 5
+    assert pass_bands(run.tables["ranges"], kernels).height == 0
