@@ -7,7 +7,8 @@ the same thread):
   (`autograd::engine::evaluate_function: …`, `ConvolutionBackward0`,
   `…Backward1`, 2021's bare `CudnnConvolutionBackward`, torch.compile's
   `CompiledFunctionBackward`, `AccumulateGrad`), carries a non-zero
-  `Fwd thread id`, or is a `## backward ##`-style annotation; or the range
+  `Fwd thread id`, is a `## backward ##`-style annotation or the Python
+  frame of `loss.backward()` (`torch/_tensor.py(626): backward`); or the range
   lies on an autograd-engine thread: a CPU thread that runs backward
   functions, holds no profiler step and no forward evidence (module frames,
   forward annotations, forward ops of backward nodes). The engine also runs
@@ -17,7 +18,8 @@ the same thread):
   (`Optimizer.step#SGD.step`, `Optimizer.zero_grad#SGD.zero_grad`) or an
   `## optimizer ##`-style annotation.
 * **unattributed**: a profiler step itself (`ProfilerStep#N`, on the CPU or
-  projected on a GPU stream): it holds every pass.
+  projected on a GPU stream) and any range enclosing one (a Python frame
+  around the training loop): they hold every pass.
 * **forward**: everything else.
 
 GPU events (kernels, copies, memsets) take the pass of the innermost op
@@ -55,6 +57,8 @@ def pass_name_features(name: pl.Expr) -> list[pl.Expr]:
     return [
         name.str.starts_with("autograd::engine::evaluate_function").alias("_engine_node"),
         name.str.contains(r"(?:Backward\d*|AccumulateGrad)$").alias("_backward_op_name"),
+        # with_stack frames of `loss.backward()` (`torch/_tensor.py(626): backward`)
+        name.str.contains(r"\): backward$").alias("_backward_frame"),
         lower.str.contains("backward", literal=True).alias("_backward_word"),
         lower.str.contains("forward", literal=True).alias("_forward_word"),
         name.str.starts_with("Optimizer.").alias("_optimizer_op"),
@@ -64,8 +68,8 @@ def pass_name_features(name: pl.Expr) -> list[pl.Expr]:
     ]
 
 
-PASS_FEATURES = ("_engine_node", "_backward_op_name", "_backward_word", "_forward_word", "_optimizer_op",
-                 "_optimizer_word", "_marked", "_step_number")
+PASS_FEATURES = ("_engine_node", "_backward_op_name", "_backward_frame", "_backward_word", "_forward_word",
+                 "_optimizer_op", "_optimizer_word", "_marked", "_step_number")
 
 
 def _annotation_like() -> pl.Expr:
@@ -79,6 +83,7 @@ def backward_roots(frame: pl.DataFrame) -> pl.Series:
         | (pl.col("category").is_in(_CPU_CATEGORIES) & pl.col("_backward_op_name"))
         | (pl.col("fwd_thread") > 0).fill_null(False)
         | (_annotation_like() & pl.col("_backward_word"))
+        | ((pl.col("category") == "python_function") & pl.col("_backward_frame"))
     ).to_series()
 
 
@@ -110,7 +115,7 @@ def range_passes(frame: pl.DataFrame, parent: pl.Series, forward_evidence: pl.Se
         (pl.col("category") == "profiler_step")
         | ((pl.col("category") == "gpu_user_annotation") & pl.col("_step_number").is_not_null())
     ).to_series()
-    flags = pl.DataFrame({"backward": backward, "optimizer": optimizer, "step": is_step})
+    flags = pl.DataFrame({"backward": backward, "optimizer": optimizer, "step": _with_ancestors(is_step, parent)})
     passes = flags.select(
         pl.when(pl.col("backward")).then(pl.lit(BACKWARD))
         .when(pl.col("optimizer")).then(pl.lit(OPTIMIZER))
@@ -118,6 +123,18 @@ def range_passes(frame: pl.DataFrame, parent: pl.Series, forward_evidence: pl.Se
         .otherwise(pl.lit(FORWARD)).alias("pass")
     )
     return passes.with_columns(on_engine_thread.alias(AUTOGRAD_TRACK))
+
+
+def _with_ancestors(flags: pl.Series, parent: pl.Series) -> pl.Series:
+    """The flagged rows and every range enclosing one (a Python frame around the steps holds every pass too)."""
+    marked = flags.clone()
+    rows = flags.arg_true()
+    while rows.len():  # one round per level above the flagged rows: few rows, few levels
+        up = parent.gather(rows).drop_nulls().unique()
+        up = up.filter(~marked.gather(up))
+        marked = marked.scatter(up, True)
+        rows = up
+    return marked
 
 
 def steps_of(ranges: pl.DataFrame, number: str = "step") -> pl.DataFrame:

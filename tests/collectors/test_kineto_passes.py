@@ -31,6 +31,7 @@ SHAPES = {
     "legacy_2021": Shape(legacy=True),
     "compiled": Shape(compiled=True),
     "legacy_compiled_ddp": Shape(legacy=True, compiled=True, ddp=True),
+    "with_stack": Shape(with_stack=True),
 }
 # Kernels per pass over two steps, plus the launch after the last step (forward, no step) and the
 # kernel without a launch (unattributed): counted by hand from the generator's docstring.
@@ -39,6 +40,7 @@ EXPECTED = {
     "legacy_2021": {"forward": 2 * 2 + 1, "backward": 2 * 6, "optimizer": 2 * 3, "unattributed": 1},
     "compiled": {"forward": 2 * 3 + 1, "backward": 2 * 7, "optimizer": 2 * 3, "unattributed": 1},
     "legacy_compiled_ddp": {"forward": 2 * 3 + 1, "backward": 2 * 8, "optimizer": 2 * 3, "unattributed": 1},
+    "with_stack": {"forward": 2 * 2 + 1, "backward": 2 * 6, "optimizer": 2 * 3, "unattributed": 1},
 }
 
 
@@ -111,6 +113,14 @@ def test_ranges_get_a_pass_and_a_step(tmp_path: Path, name: str) -> None:
     outside = ranges.filter(pl.col("name") == "aten::item")
     assert outside.select("pass", "step").rows() == [("forward", None)]
     assert set(ranges.get_column("pass").to_list()) == {"forward", "backward", "optimizer", "unattributed"}
+
+
+def test_python_frames_the_backward_call_and_the_loop_around_the_steps(tmp_path: Path) -> None:
+    ranges = _collect(write(tmp_path, Shape(with_stack=True))).tables["ranges"]
+    passes = dict(ranges.select("name", "pass").unique().iter_rows())
+    assert passes["torch/_tensor.py(626): backward"] == "backward"  # so the clip_norm launch under it is backward
+    assert passes["aten::norm"] == "backward"
+    assert passes["train.py(30): <module>"] == "unattributed"  # it encloses every step: every pass
 
 
 def test_a_thread_with_forward_work_and_no_step_is_not_an_autograd_thread(tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ Per profiler step (`ProfilerStep#N` on the main thread), in this order:
 * `Optimizer.zero_grad#SGD.zero_grad` (one kernel, `aten::zero_`);
 * a `## backward ##` annotation on the main thread around the backward,
   holding one launch of its own (`aten::norm`, gradient clipping);
+  `with_stack`: the Python frame `torch/_tensor.py(626): backward` instead,
+  and a frame `train.py(30): <module>` around every step;
 * on the autograd-engine thread (its own tid, no step): ReLU backward
   (`…Backward1`), convolution backward (two kernels),
   `AccumulateGrad` (one kernel), the engine's own gradient sum `aten::add`
@@ -49,6 +51,7 @@ class Shape:
     legacy: bool = False
     compiled: bool = False
     ddp: bool = False
+    with_stack: bool = False
     steps: int = 2
     first_step: int = 5
 
@@ -81,6 +84,11 @@ class _Writer:
 
     def _stream(self, stream: int) -> Any:
         return f"stream {stream}" if self.shape.legacy else stream
+
+    def frame(self, name: str, ts: float, dur: float) -> None:
+        """A with_stack Python frame on the main thread (they carry no External id)."""
+        self.events.append({"ph": "X", "cat": "python_function", "name": name, "pid": PID, "tid": self._tid(MAIN),
+                            "ts": ts, "dur": dur, "args": {"Python id": len(self.events)}})
 
     @contextmanager
     def op(self, tid: int, name: str, ts: float, dur: float, cat: str = "cpu_op") -> Iterator[None]:
@@ -144,14 +152,22 @@ def _step(w: _Writer, number: int, t0: float) -> None:
         with w.op(MAIN, "Optimizer.zero_grad#SGD.zero_grad", t0 + 150, 20, cat=annotation), \
                 w.op(MAIN, "aten::zero_", t0 + 152, 10):
             w.launch(MAIN, t0 + 155, "zero_kernel")
-        with w.op(MAIN, "## backward ##", t0 + 200, 420, cat=annotation):
-            _autograd_thread(w, t0)
-            with w.op(MAIN, "aten::norm", t0 + 600, 10):
-                w.launch(MAIN, t0 + 602, "clip_norm_kernel")
+        if shape.with_stack:
+            w.frame("torch/_tensor.py(626): backward", t0 + 200, 420)
+            _backward_body(w, t0)
+        else:
+            with w.op(MAIN, "## backward ##", t0 + 200, 420, cat=annotation):
+                _backward_body(w, t0)
         with w.op(MAIN, "Optimizer.step#SGD.step", t0 + 700, 100, cat=annotation), \
                 w.op(MAIN, "aten::_foreach_add_", t0 + 710, 50):
             w.launch(MAIN, t0 + 720, "sgd_foreach_kernel")
             w.launch(MAIN, t0 + 730, "sgd_foreach_kernel")
+
+
+def _backward_body(w: _Writer, t0: float) -> None:
+    _autograd_thread(w, t0)
+    with w.op(MAIN, "aten::norm", t0 + 600, 10):
+        w.launch(MAIN, t0 + 602, "clip_norm_kernel")
 
 
 def _autograd_thread(w: _Writer, t0: float) -> None:
@@ -184,6 +200,8 @@ def trace(shape: Shape, rank: int | None = None) -> dict[str, Any]:
     for index in range(shape.steps):
         _step(w, shape.first_step + index, base + index * STEP_US)
     end = base + shape.steps * STEP_US
+    if shape.with_stack:
+        w.frame("train.py(30): <module>", base - 5, end - base + 200)
     with w.op(MAIN, "aten::item", end + 10, 20):
         w.launch(MAIN, end + 12, "after_steps_kernel")
     w.launch(MAIN, end + 40, "orphan_kernel", runtime=False)
