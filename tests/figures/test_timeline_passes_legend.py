@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
+import numpy as np
 import plotly.graph_objects as go
 
 from dashboard import schema
@@ -56,10 +58,7 @@ def test_the_lane_key_lists_the_passes_and_the_ranges_with_most_time(tmp_path: P
 
 
 def _decoded(values) -> list[float]:
-    import base64
-
-    import numpy as np
-
+    """A typed-array spec (base64) or a plain list, as numbers."""
     if isinstance(values, dict):
         return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
     return list(values)
