@@ -40,7 +40,9 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         # Attribution, filled by the collector where the source allows it.
         "op": _STR,  # innermost enclosing CPU op that launched the kernel
         "layer": _STR,  # innermost enclosing module / layer
-        "pass": _STR,  # forward / backward / none
+        # forward / backward / optimizer by the ops enclosing the launch; unattributed = no launch links it
+        "pass": _STR,
+        "step": _I64,  # N of the ProfilerStep#N open at the launch; null outside steps or unknown
         "flops": _F64,  # null = unknown, never 0 for unknown
     },
     # One row per copy or memset.
@@ -57,7 +59,8 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "end_ns": _I64,
         "op": _STR,
         "layer": _STR,
-        "pass": _STR,
+        "pass": _STR,  # as in kernels
+        "step": _I64,  # as in kernels
     },
     # A named interval on a CPU thread or GPU stream: NVTX range, PyTorch op,
     # module / layer, pass, profiler step, user annotation.
@@ -74,7 +77,9 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "end_ns": _I64,
         "depth": _I32,
         "parent": _I64,
-        "pass": _STR,  # forward / backward / none
+        # forward / backward / optimizer; unattributed = holds every pass (a profiler step)
+        "pass": _STR,
+        "step": _I64,  # N of the ProfilerStep#N open at the range's start; null outside steps
         "layer": _STR,  # module / layer this range belongs to, when known
         "sequence": _I64,  # autograd sequence number, joins forward and backward
         "flops": _F64,  # null = unknown

@@ -23,7 +23,8 @@ import polars as pl
 
 Window = tuple[int, int] | None
 LAYER_CATEGORIES = ("module",)
-PASSES = ("forward", "backward", "none")
+# In box order. "none" is what runs ingested before optimizer / unattributed existed carry.
+PASSES = ("forward", "backward", "optimizer", "unattributed", "none")
 SOURCE_RANGES = "module ranges (one sample = one module call's duration)"
 SOURCE_KERNELS = ("kernel time per layer occurrence (no module ranges in this run: one sample = the summed "
                   "time of consecutive kernels attributed to the layer)")
@@ -54,7 +55,7 @@ def occurrences_from_ranges(ranges: pl.DataFrame) -> pl.DataFrame:
     return modules.select(
         pl.col("rank").cast(pl.Int32),
         pl.coalesce("layer", "name").alias("layer"),
-        pl.col("pass").fill_null("none").alias("pass"),
+        pl.col("pass").fill_null("unattributed").alias("pass"),
         "start_ns", "end_ns",
         (pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"),
         pl.col("flops").cast(pl.Float64),
@@ -66,7 +67,7 @@ def occurrences_from_kernels(kernels: pl.DataFrame) -> pl.DataFrame:
     attributed = kernels.filter(pl.col("layer").is_not_null()).sort("rank", "start_ns")
     if attributed.height == 0:
         return pl.DataFrame(schema=_OCCURRENCE_SCHEMA)
-    passes = pl.col("pass").fill_null("none")
+    passes = pl.col("pass").fill_null("unattributed")
     changed = ((pl.col("layer") != pl.col("layer").shift(1)) | (passes != passes.shift(1))
                | (pl.col("rank") != pl.col("rank").shift(1))).fill_null(True)
     runs = attributed.with_columns(passes.alias("pass"), changed.cum_sum().alias("occurrence"))
@@ -182,7 +183,7 @@ def layer_kernels(kernels: pl.DataFrame, occurrences: pl.DataFrame, layer: str, 
             by_layer = kernels.filter(pl.col("layer_code") == layer_codes[layer])
         else:
             by_layer = kernels.filter(pl.col("layer") == layer)
-        chosen = by_layer.filter(pl.col("pass").fill_null("none") == pass_)
+        chosen = by_layer.filter(pl.col("pass").fill_null("unattributed") == pass_)
         return chosen, "kernels attributed to the layer by the collector"
     spans = (occurrences.filter(pl.col("layer") == layer, pl.col("pass") == pass_)
              .select("rank", pl.col("start_ns").alias("occ_start"), pl.col("end_ns").alias("occ_end"))

@@ -2,7 +2,7 @@
 
 A lane is one horizontal row of the timeline:
 
-- `passes`: forward / backward bands of one rank;
+- `passes`: forward / backward / optimizer bands of one rank, one per pass per profiler step;
 - `gpu`: one (rank, device, stream): its kernels and copies (copies named by kind);
 - `gpu_ranges`: ranges recorded on that stream (GPU annotations, modules);
 - `cpu`: one CPU thread's ranges (profiler steps, NVTX, ops, modules), one lane
@@ -20,7 +20,7 @@ import polars as pl
 
 MAX_SUBLANES = 3
 STACK_CATEGORY = "python_function"
-PASSES = ("forward", "backward")
+PASSES = ("forward", "backward", "optimizer")
 SECTION_ORDER = {"passes": 0, "gpu": 1, "gpu_ranges": 1, "cpu": 2}
 
 EVENT_SCHEMA = {
@@ -31,7 +31,7 @@ EVENT_SCHEMA = {
     "sublane": pl.Int32,
     "kind": pl.String,  # kernel / memcpy / range / pass
     "name": pl.String,
-    "category": pl.String,  # copy kind, range category, "pass"
+    "category": pl.String,  # copy kind, range category, "step N" (or "pass") for a pass band
     "start_ns": pl.Int64,
     "end_ns": pl.Int64,
     "bytes": pl.Int64,
@@ -77,29 +77,42 @@ def _typed(frame: pl.LazyFrame) -> pl.LazyFrame:
     return frame.select([pl.col(name).cast(dtype) for name, dtype in EVENT_SCHEMA.items()])
 
 
-def pass_bands(ranges: pl.DataFrame, kernels: pl.DataFrame) -> pl.DataFrame:
-    """Forward / backward bands per rank: rank, pass, start_ns, end_ns.
+def _steps_of(frame: pl.DataFrame) -> pl.Expr:
+    # Runs stored before the `step` column existed have none: every band is then out of steps.
+    return pl.col("step") if "step" in frame.columns else pl.lit(None, pl.Int64).alias("step")
 
-    Pass-tagged kernels (else ranges, when no kernel carries a pass: the GPU
-    is what the bands describe) are taken in start order per rank; a band
-    runs from the first start to the last end of a maximal run of one pass,
-    so the gaps between a pass's kernels belong to it.
+
+def pass_bands(ranges: pl.DataFrame, kernels: pl.DataFrame) -> pl.DataFrame:
+    """Forward / backward / optimizer bands: rank, step, pass, start_ns, end_ns.
+
+    One band per pass per profiler step per rank, from the first start to
+    the last end of that pass's kernels in that step (the step a kernel was
+    launched in: its `step`). Kernels outside every step form one band per
+    maximal run of one pass (per rank, in start order). Pass-tagged kernels
+    are used, else ranges when no kernel carries a pass: the GPU is what the
+    bands describe. Unattributed events make no band.
     """
-    columns = ["rank", "pass", "start_ns", "end_ns"]
-    source = kernels.lazy().select(columns).filter(pl.col("pass").is_in(PASSES))
+    columns = ["rank", "step", "pass", "start_ns", "end_ns"]
+    source = kernels.lazy().select("rank", _steps_of(kernels), "pass", "start_ns", "end_ns").filter(
+        pl.col("pass").is_in(PASSES))
     if source.select(pl.len()).collect().item() == 0:
-        source = ranges.lazy().select(columns).filter(pl.col("pass").is_in(PASSES))
+        source = ranges.lazy().select("rank", _steps_of(ranges), "pass", "start_ns", "end_ns").filter(
+            pl.col("pass").is_in(PASSES))
+    source = source.with_columns(pl.col("rank").fill_null(0)).drop_nulls(["start_ns", "end_ns"])
+    in_steps = (source.filter(pl.col("step").is_not_null())
+                .group_by("rank", "step", "pass")
+                .agg(pl.col("start_ns").min(), pl.col("end_ns").max()))
     changed = (pl.col("pass") != pl.col("pass").shift()).fill_null(True)
-    return (
-        source.with_columns(pl.col("rank").fill_null(0))
+    outside = (
+        source.filter(pl.col("step").is_null())
         .sort("start_ns")  # tables are stored time-sorted, so this is a cheap check
         .with_columns(changed.cum_sum().over("rank").alias("band"))
         .group_by("rank", "band")
-        .agg(pl.col("pass").first(), pl.col("start_ns").min(), pl.col("end_ns").max())
-        .sort("rank", "start_ns")
+        .agg(pl.col("step").first(), pl.col("pass").first(), pl.col("start_ns").min(), pl.col("end_ns").max())
         .drop("band")
-        .collect()
     )
+    return (pl.concat([in_steps.select(columns), outside.select(columns)])
+            .sort("rank", "start_ns", "pass").collect())
 
 
 def lane_events(kernels: pl.DataFrame, memcpy: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
@@ -130,7 +143,9 @@ def lane_events(kernels: pl.DataFrame, memcpy: pl.DataFrame, ranges: pl.DataFram
     bands = pass_bands(ranges, kernels).lazy().select(
         pl.lit("passes").alias("group"), "rank", pl.lit(None, pl.Int32).alias("device"),
         null_i64.alias("track"), pl.lit(0).alias("sublane"), pl.lit("pass").alias("kind"),
-        pl.col("pass").alias("name"), pl.lit("pass").alias("category"), "start_ns", "end_ns",
+        pl.col("pass").alias("name"),
+        pl.when(pl.col("step").is_not_null()).then(pl.format("step {}", pl.col("step"))).otherwise(pl.lit("pass"))
+        .alias("category"), "start_ns", "end_ns",
         null_i64.alias("bytes"), null_f64.alias("flops"))
     events = pl.concat([_typed(frame) for frame in (gpu_kernels, gpu_copies, range_events, bands)])
     return (events.with_columns(pl.col("rank").fill_null(0))

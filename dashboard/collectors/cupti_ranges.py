@@ -59,6 +59,13 @@ class _ThreadStacks:
     dirty: bool = False  # another thread changed `wanted`: the next sync compares all
 
 
+def _default_pass(name: str, parent: OpenRange | None) -> str:
+    inherited = parent.pass_ if parent else None
+    if name.startswith("Optimizer.") and inherited != "backward":
+        return "optimizer"
+    return inherited or "unattributed"
+
+
 class RangeRecorder:
     """Open / close nested ranges per thread; finished ranges become the `ranges` table."""
 
@@ -89,8 +96,9 @@ class RangeRecorder:
     ) -> int:
         """Open a range on the calling thread; returns its id.
 
-        `pass_` / `layer` default to the enclosing range's (pass "none" at the
-        top: a step or an optimizer mark is neither pass). `under` > 0 opens
+        `pass_` / `layer` default to the enclosing range's (pass "unattributed"
+        at the top: a step holds every pass); an `Optimizer.…` mark (outside
+        backward) is "optimizer", as in Kineto traces (kineto_passes). `under` > 0 opens
         the range *beneath* the innermost `under` open ranges, which become
         its children (they started first only because of hook order; the new
         range starts with the earliest of them).
@@ -109,7 +117,7 @@ class RangeRecorder:
                 thread=thread,
                 depth=position,
                 parent=parent.id if parent else None,
-                pass_=pass_ if pass_ is not None else (parent.pass_ if parent else "none"),
+                pass_=pass_ if pass_ is not None else _default_pass(name, parent),
                 layer=layer if layer is not None else (parent.layer if parent else None),
             )
             for child in above:

@@ -160,7 +160,7 @@ def _nvtx_ranges(frame: pl.DataFrame, rank: int, first_id: int) -> pl.DataFrame:
         pl.lit("nvtx").alias("category"),
         "start_ns",
         "end_ns",
-        pl.lit("none").alias("pass"),
+        pl.lit("unattributed").alias("pass"),  # NVTX names carry no pass
     )
 
 

@@ -6,7 +6,8 @@
   runtime call on the runtime call's thread (or the runtime call is missing);
   otherwise the innermost such range open at the runtime call on its thread
   (traces whose GPU `External id` is the correlation id match no op).
-* layer and pass come from that op; FLOPs from the outermost range with a
+* layer comes from that op; pass and profiler step from the ops enclosing the
+  launch and its time (`kineto_passes.gpu_passes`); FLOPs from the outermost range with a
   formula around it (`flop_owner`), shared among the kernels under that range
   in proportion to their durations, so per-layer sums are not double counted
   and a kernel's FLOP/s equals its op's.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import polars as pl
 
 from dashboard.collectors.kineto_nesting import PARENT, ROW, enclosing
+from dashboard.collectors.kineto_passes import gpu_passes
 from dashboard.collectors.kineto_ranges import OP_CATEGORIES, TRACK
 
 _MEMCPY_NAME = r"^Memcpy (\w+) \((\w+) -> (\w+)\)"
@@ -42,7 +44,11 @@ def _keys(frames: list[pl.DataFrame], key: str) -> list[str]:
 
 
 def link_gpu(gpu: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
-    """Add `op_row` (row of the launching op in `ranges`) to every GPU event."""
+    """Add `op_row` (row of the launching op in `ranges`) to every GPU event.
+
+    The launching call's thread and start stay (`api_pid_key`, `api_tid_key`,
+    `api_start`, `api_found`): the pass and step of the event depend on them.
+    """
     if gpu.height == 0:
         return gpu.with_columns(pl.lit(None, pl.Int64).alias("op_row"))
     has_ranges = ranges.height > 0
@@ -81,23 +87,23 @@ def link_gpu(gpu: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame) -> pl.D
     ext_valid = pl.col("ext_row").is_not_null() & (pl.col("api_found").is_null() | ext_holds_call.fill_null(False))
     return linked.with_columns(
         pl.when(ext_valid).then(pl.col("ext_row")).otherwise(pl.col("api_op")).alias("op_row")
-    ).drop("ext_row", "ext_pid", "ext_tid", "ext_start", "ext_end", "api_found", "api_op",
-           "api_pid_key", "api_tid_key", "api_start")
+    ).drop("ext_row", "ext_pid", "ext_tid", "ext_start", "ext_end", "api_op")
 
 
 def _from_op(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
-    """op / layer / pass of each GPU event's op (null where no op is known)."""
+    """op / layer of each GPU event's op (null where no op is known), its pass and step."""
+    passes = gpu_passes(linked, ranges).get_columns()
     if ranges.height == 0:
         return linked.with_columns(
             pl.lit(None, pl.String).alias("op"), pl.lit(None, pl.String).alias("layer"),
-            pl.lit(None, pl.String).alias("pass"), pl.lit(None, pl.Int64).alias("flop_owner"),
+            pl.lit(None, pl.Int64).alias("flop_owner"), *passes,
         )
     row = linked.get_column("op_row")
     return linked.with_columns(
         ranges.get_column("name").gather(row).alias("op"),
         ranges.get_column("layer").gather(row).alias("layer"),
-        ranges.get_column("pass").gather(row).alias("pass"),
         ranges.get_column("flop_owner").gather(row).alias("flop_owner"),
+        *passes,
     )
 
 
@@ -122,7 +128,7 @@ def kernels_table(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     missing = [pl.lit(None, pl.Int64).alias(c) for c in _KERNEL_ONLY if c not in kernels.columns]
     return kernels.with_columns(missing).select(
         "rank", *_device_stream(), "correlation", "name", "start_ns", "end_ns", *_KERNEL_ONLY,
-        "op", "layer", "pass", flops.alias("flops"),
+        "op", "layer", "pass", "step", flops.alias("flops"),
     )
 
 
@@ -139,7 +145,7 @@ def memcpy_table(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
         pl.when(is_memset).then(None).otherwise(name.str.extract(_MEMCPY_NAME, 2)).alias("src_kind"),
         pl.when(is_memset).then(name.str.extract(_MEMSET_NAME, 1))
         .otherwise(name.str.extract(_MEMCPY_NAME, 3)).alias("dst_kind"),
-        "bytes", "start_ns", "end_ns", "op", "layer", "pass",
+        "bytes", "start_ns", "end_ns", "op", "layer", "pass", "step",
     )
 
 
@@ -161,7 +167,7 @@ def ranges_table(ranges: pl.DataFrame) -> pl.DataFrame:
         pl.col("tid_num").alias("thread"),
         "name", "category", "start_ns", "end_ns", "depth",
         ids.gather(ranges.get_column(PARENT)).alias("parent"),
-        "pass", "layer", "sequence",
+        "pass", "step", "layer", "sequence",
         pl.col("flops_inclusive").alias("flops"),
         pl.col("external_id").alias("correlation"),
     )

@@ -53,7 +53,7 @@ def nest(frame: pl.DataFrame, track: Sequence[str], order: Sequence[str] = ()) -
 
     # Tracks are contiguous in `ordered`: one integer per track and the row where it begins
     # stand in for the track columns below (multi-column sorts and joins cost ~4x more).
-    new_track = _track_starts(track)
+    new_track = track_starts(track)
     work = ordered.select(
         ROW, "start_ns", "end_ns",
         new_track.cum_sum().cast(pl.Int64).alias(_TRACK),
@@ -90,7 +90,7 @@ def nest(frame: pl.DataFrame, track: Sequence[str], order: Sequence[str] = ()) -
     return _repair(ordered.with_columns(_parents_by_level(ordered, counted)))
 
 
-def _track_starts(track: Sequence[str]) -> pl.Expr:
+def track_starts(track: Sequence[str]) -> pl.Expr:
     """True on the first row of each track of a frame sorted by track."""
     return pl.any_horizontal(*(pl.col(c).ne_missing(pl.col(c).shift()) for c in track)).fill_null(True)
 
@@ -187,7 +187,7 @@ def enclosing(
     track = list(track)
     # One integer per track: `ranges` is sorted by track, and single-key sorts and joins
     # cost a third of those on several columns.
-    new_track = _track_starts(track)
+    new_track = track_starts(track)
     numbered = ranges.select(*track, pl.col("start_ns").alias("_range_start"), ROW, new_track.alias("_new"))
     numbered = numbered.with_columns(pl.col("_new").cum_sum().cast(pl.Int64).alias(_TRACK))
     tracks = numbered.filter(pl.col("_new")).select(*track, _TRACK)

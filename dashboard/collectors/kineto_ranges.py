@@ -1,15 +1,7 @@
-"""Ranges: nesting, forward / backward pass, layer and FLOPs, all from the trace itself.
+"""Ranges: nesting, pass, profiler step, layer and FLOPs, all from the trace itself.
 
-* pass: a range is **backward** when it is an autograd node
-  (`autograd::engine::evaluate_function: …`, `XxxBackward0`), carries a
-  non-zero `Fwd thread id` (forward ops carry 0, backward nodes the id of
-  the thread that ran their forward), is a `…backward…` annotation, or
-  lies inside one. It is **forward** when it is not backward and it, or an
-  ancestor, is a forward op of some backward node (same `Sequence number`,
-  or the two ends of a `fwdbwd` flow), a module (`nn.Module: X`,
-  `X.forward`, `<class '…X'>`, a non-empty `Module Hierarchy`) or a
-  `…forward…` annotation. Everything else (optimizer, data loading, the
-  step itself) is `none`. The timeline is never split by position.
+* pass and step: `kineto_passes` (backward / optimizer / forward by the
+  enclosing ranges, never by the position on the timeline).
 * forward op of a backward node: among the non-backward ranges with the same
   `Sequence number`, the one that ends last before the backward node starts;
   nested ops share a number and the outermost ends last, no-grad ops reuse
@@ -29,10 +21,18 @@ import polars as pl
 
 from dashboard.analysis.flops import flops_from_shapes
 from dashboard.collectors.kineto_nesting import PARENT, ROW, flag_inherited, inherit, nest
+from dashboard.collectors.kineto_passes import (
+    ANNOTATIONS,
+    PASS_FEATURES,
+    TRACK,
+    backward_roots,
+    pass_name_features,
+    range_passes,
+    ranges_step,
+)
 
-TRACK = ("file", "pid_key", "tid_key")
 OP_CATEGORIES = ("cpu_op", "user_annotation", "profiler_step")
-_ANNOTATIONS = ("user_annotation", "gpu_user_annotation")
+_ANNOTATIONS = ANNOTATIONS
 _PRIORITY = {"profiler_step": 0, "user_annotation": 1, "gpu_user_annotation": 1, "python_function": 2, "cpu_op": 3}
 _MODULE_PART = re.compile(r"^(\w+)\((.*?)\)(?:::.*)?$")
 
@@ -55,8 +55,7 @@ def module_path(hierarchy: str | None) -> str | None:
     return ".".join(names) or top
 
 
-_NAME_FEATURES = ("_engine_node", "_backward_op_name", "_backward_word", "_forward_word", "_nn_module",
-                  "_forward_of", "_class_of")
+_NAME_FEATURES = (*PASS_FEATURES, "_nn_module", "_forward_of", "_class_of")
 
 
 def _with_name_features(frame: pl.DataFrame) -> pl.DataFrame:
@@ -66,12 +65,8 @@ def _with_name_features(frame: pl.DataFrame) -> pl.DataFrame:
     took ~0.4 s of a 1 M-op ingest, per name they take ~1 ms plus one join.
     """
     name = pl.col("name")
-    lower = name.str.to_lowercase()
     features = frame.select(name.unique()).with_columns(
-        name.str.starts_with("autograd::engine::evaluate_function").alias("_engine_node"),
-        name.str.contains(r"Backward\d*$").alias("_backward_op_name"),
-        lower.str.contains("backward", literal=True).alias("_backward_word"),
-        lower.str.contains("forward", literal=True).alias("_forward_word"),
+        *pass_name_features(name),
         name.str.extract(r"^nn\.Module: (.+)$", 1).alias("_nn_module"),
         name.str.extract(r"^([A-Za-z_]\w*)\.forward$", 1).alias("_forward_of"),
         name.str.extract(r"^<class '(?:[^']*\.)?([^.']+)'>$", 1).alias("_class_of"),
@@ -107,16 +102,6 @@ def prepare(ranges: pl.DataFrame) -> pl.DataFrame:
     # Equal intervals: steps outside annotations outside Python frames outside
     # ops; then External id, which grows as ops start, so a parent comes first.
     return nest(ranges, TRACK, order=["_priority", "external_id", "python_id"])
-
-
-def _backward_roots(frame: pl.DataFrame) -> pl.Series:
-    category = pl.col("category")
-    return frame.select(
-        pl.col("_engine_node")
-        | ((category == "cpu_op") & pl.col("_backward_op_name"))
-        | (pl.col("fwd_thread") > 0).fill_null(False)
-        | (category.is_in(_ANNOTATIONS) & pl.col("_backward_word"))
-    ).to_series()
 
 
 def _sequence_links(frame: pl.DataFrame, backward: pl.Series) -> pl.DataFrame:
@@ -165,21 +150,14 @@ def _flow_links(frame: pl.DataFrame, flows: pl.DataFrame) -> pl.DataFrame:
     return finishes.join(starts, on=["file", "flow_id"], how="inner").select(ROW, "fwd_row")
 
 
-def _passes(frame: pl.DataFrame, parent: pl.Series, backward: pl.Series, links: pl.DataFrame) -> pl.Series:
-    """forward / backward / none per range (see the module docstring)."""
-    forward_root = (
+def _forward_evidence(frame: pl.DataFrame, links: pl.DataFrame) -> pl.Series:
+    """Ranges that show their thread runs forward code: forward ops of backward nodes, modules, forward marks."""
+    return (
         frame.get_column(ROW).is_in(links.get_column("fwd_row").implode())
         | frame.get_column("_module").is_not_null()
         | frame.get_column("_hierarchy_layer").is_not_null()
         | frame.select(pl.col("category").is_in(_ANNOTATIONS) & pl.col("_forward_word")).to_series()
     )
-    forward = ~backward & flag_inherited(forward_root, parent)
-    flags = pl.DataFrame({"backward": backward, "forward": forward})
-    return flags.select(
-        pl.when(pl.col("backward")).then(pl.lit("backward"))
-        .when(pl.col("forward")).then(pl.lit("forward"))
-        .otherwise(pl.lit("none"))
-    ).to_series()
 
 
 def _layers(frame: pl.DataFrame, parent: pl.Series, links: pl.DataFrame) -> pl.Series:
@@ -191,19 +169,21 @@ def _layers(frame: pl.DataFrame, parent: pl.Series, links: pl.DataFrame) -> pl.S
 
 
 def annotate(nested: pl.DataFrame, flows: pl.DataFrame) -> pl.DataFrame:
-    """Add `pass`, `layer`, `own_flops`, `flops_inclusive` and `flop_owner` to nested ranges."""
+    """Add `pass`, `step`, `layer`, `own_flops`, `flops_inclusive` and `flop_owner` to nested ranges."""
     if nested.height == 0:
         return nested
     parent = nested.get_column(PARENT)
     featured = _with_name_features(nested)
-    backward = flag_inherited(_backward_roots(featured), parent)
+    backward = flag_inherited(backward_roots(featured), parent)
     links = _sequence_links(featured, backward)
     flow_links = _flow_links(nested, flows)
     links = pl.concat([links, flow_links.join(links, on=ROW, how="anti")]).unique(ROW, keep="first")
     frame = _own_layer(featured)
     own_flops, inclusive, owner = _flops(frame, parent)
+    passes = range_passes(frame, parent, _forward_evidence(frame, links))
     return frame.with_columns(
-        _passes(frame, parent, backward, links).alias("pass"),
+        *passes.get_columns(),
+        ranges_step(frame).alias("step"),
         _layers(frame, parent, links).alias("layer"),
         own_flops.alias("own_flops"),
         inclusive.alias("flops_inclusive"),

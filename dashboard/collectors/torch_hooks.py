@@ -1,6 +1,7 @@
 """Layers and passes, live: torch module hooks that record forward and backward
 ranges (category "module", layer = qualified module name) on the capture's
-clock, plus FLOPs per layer and pass from `torch.utils.flop_counter`.
+clock, plus FLOPs per layer and pass from `torch.utils.flop_counter`; optimizer
+steps through `torch_optimizer_hooks`.
 
 Forward: global forward pre / post hooks. Backward: gradient hooks on each
 module call's output tensors (all output grads ready = the module's backward
@@ -36,6 +37,7 @@ from collections import Counter
 from typing import Any
 
 from dashboard.collectors.cupti_ranges import RangeRecorder
+from dashboard.collectors.torch_optimizer_hooks import OptimizerHooks
 
 _REQUIRED_HOOKS = (
     "register_module_forward_pre_hook",
@@ -204,6 +206,7 @@ class LayerHooks:
         self._lock = threading.Lock()
         self._active = False
         self._torch: Any = None
+        self._optimizer = OptimizerHooks(ranges)  # the optimizer pass (torch_optimizer_hooks)
 
     @property
     def counting_flops(self) -> bool:
@@ -220,6 +223,7 @@ class LayerHooks:
             nn_module.register_module_forward_pre_hook(self._forward_pre),
             nn_module.register_module_forward_hook(self._forward_post, with_kwargs=True, always_call=True),
         ]
+        self._optimizer.install()
         if self.count_flops:
             sampler = FlopSampler(self.flop_steps)
             try:
@@ -234,6 +238,7 @@ class LayerHooks:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self._optimizer.uninstall()
         if self._flops is not None:
             self._flops.stop()
             self.warnings.extend(self._flops.warnings)

@@ -61,7 +61,7 @@ class TraceWriter:
         self.ids = Counter[str]()
         self.ops: dict[int, list[int]] = {self.main: [], self.autograd: []}
         self.layers: list[str] = []
-        self.phase = "none"
+        self.phase = "forward"
         self.nodes: list[BackwardNode] = []
         self.node_layer: str | None = None  # while a backward node runs: its forward op's layer
 

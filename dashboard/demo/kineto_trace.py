@@ -183,18 +183,19 @@ def _step(trace: TraceWriter, step: int) -> None:
     main = trace.main
     gpu_start = max(trace.gpu.values())
     with trace.op(main, f"ProfilerStep#{step}", cat="user_annotation"):
-        trace.phase = "none"
+        trace.phase = "forward"  # inside a step, outside backward and optimizer
         with trace.op(main, "aten::to", dims=[[BATCH, SEQ], [], [], [], []]), trace.op(main, "aten::_to_copy"), \
                 trace.op(main, "aten::copy_"):
             trace.copy(main, "HtoD", "Pageable", "Device", TOKENS * 8 * 2, 11.8)
         trace.phase = "forward"
         _model_forward(trace)
         _backward(trace)
-        trace.phase = "none"
+        trace.phase = "forward"  # launched from the main thread, outside any backward function
         with trace.op(main, "nccl:all_reduce", cat="user_annotation", dims=[[34_000_000]]), \
                 trace.op(main, "record_param_comms"):
             trace.launch(main, NCCL, 2600.0, stream=NCCL_STREAM)
         trace.gpu[COMPUTE_STREAM] = max(trace.gpu.values())
+        trace.phase = "optimizer"
         with trace.op(main, "Optimizer.step#AdamW.step", cat="user_annotation"), trace.op(main, "aten::_fused_adam_"):
             for _ in range(4):
                 trace.launch(main, ADAM, 95.0)
@@ -202,6 +203,7 @@ def _step(trace: TraceWriter, step: int) -> None:
             for nbytes in (8 * DIM * DIM, 2 * DIM * FFN, 2 * VOCAB * DIM):
                 with trace.op(main, "aten::zero_"), trace.op(main, "aten::fill_"):
                     trace.memset(main, nbytes)
+        trace.phase = "forward"
         with trace.op(main, "aten::item"), trace.op(main, "aten::_local_scalar_dense"):
             trace.copy(main, "DtoH", "Device", "Pageable", 4, 0.004)
             trace.sync(main)

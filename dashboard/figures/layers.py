@@ -16,7 +16,8 @@ from dashboard.analysis.units import format_flops_rate, time_unit_for
 from dashboard.figures.kernels import fast_figure
 from dashboard.figures.theme import PASS_COLOURS, empty_figure
 
-PASS_LABELS = {"forward": "forward", "backward": "backward", "none": "no pass"}
+PASS_LABELS = {"forward": "forward", "backward": "backward", "optimizer": "optimizer", "unattributed": "unattributed",
+               "none": "no pass"}
 _RATE_UNITS = ((1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1e6, "MFLOP/s"), (1.0, "FLOP/s"))
 
 

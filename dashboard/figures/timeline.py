@@ -22,6 +22,7 @@ from dashboard.analysis.units import bytes_unit_for, format_ns, window_span_text
 from dashboard.figures.theme import TEMPLATE, empty_figure
 from dashboard.figures.timeline_marks import (
     COPY_COLOURS,
+    LANE_LEGEND,
     STACK_COLOUR,
     TimeAxis,
     Trace,
@@ -31,6 +32,8 @@ from dashboard.figures.timeline_marks import (
     exact_bars,
     groups,
     lane_heatmap,
+    lane_legend,
+    lane_legend_layout,
     numbers,
     with_geometry,
 )
@@ -185,7 +188,7 @@ def _figure_spec(view: TimelineView, title: str) -> dict[str, Any]:
     rows = {lane: float(row) for row, lane in enumerate(main.get_column("lane").to_list())}
     heatmap = lane_heatmap(view.cells, rows, list(rows.values()), view, axis, selection_active)
     bars = exact_bars(view.events, rows, view, axis, selection_active)
-    panel(1, [*([heatmap] if heatmap is not None else []), *bars],
+    panel(1, [*([heatmap] if heatmap is not None else []), *bars, *lane_legend(view)],
           tickmode="array", tickvals=list(rows.values()), ticktext=main.get_column("label").to_list(),
           range=[max(3, len(rows)) - 0.5, -0.5], showgrid=False, zeroline=False, ticks="")
     number = 2
@@ -233,6 +236,7 @@ def _figure_spec(view: TimelineView, title: str) -> dict[str, Any]:
         "margin": {"l": 150, "r": 20, "t": 100, "b": 100},
         # Legend (copy kinds) under the time axis title: the top edge holds the repeated time axis.
         "legend": {"orientation": "h", "y": -70 / plot_px, "yanchor": "top", "x": 0.0, "xanchor": "left"},
+        LANE_LEGEND: lane_legend_layout(plot_px),
         "meta": {"origin_ns": view.run_start_ns, "divisor": axis.divisor, "unit": axis.unit,
                  "window": [view.start_ns, view.end_ns]},
     }}

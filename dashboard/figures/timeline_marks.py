@@ -31,6 +31,10 @@ COPY_COLOURS = {
     "memcpy PtoP": "#E7298A", "memset": "#6C757D", "memcpy": "#495057",
 }
 STACK_COLOUR = "#495057"
+PASS_ORDER = ("forward", "backward", "optimizer")
+PASS_STRIPE = 0.8 / len(PASS_ORDER)  # each pass has its stripe of the passes lane, so bands of one step may overlap
+LANE_LEGEND = "legend2"  # the key to the passes and ranges lanes; the default legend holds the copy kinds
+LEGEND_RANGE_NAMES = 5
 Trace = dict[str, Any]
 
 
@@ -218,7 +222,8 @@ def exact_bars(events: pl.DataFrame, rows: dict[int, float], view: TimelineView,
                            customdata=numbers(group, "start_s", "duration_s", "bytes", "byte_rate"),
                            hovertemplate=f"<b>{html.escape(name)}</b><br>{timing}<br>%{{customdata[2]:.3~s}}B at "
                                          "%{customdata[3]:.3~s}B/s<extra></extra>"))
-    others = events.filter(~pl.col("kind").is_in(["kernel", "memcpy"])).with_columns(
+    traces += _pass_bars(events.filter(pl.col("kind") == "pass"), timing)
+    others = events.filter(~pl.col("kind").is_in(["kernel", "memcpy", "pass"])).with_columns(
         pl.concat_str(escape_html(pl.col("short")), pl.lit(" <i>("), pl.col("category").fill_null(""),
                       pl.lit(")</i>")).alias("text"))
     for (colour,), group in groups(others, "colour"):
@@ -227,3 +232,73 @@ def exact_bars(events: pl.DataFrame, rows: dict[int, float], view: TimelineView,
                            text=group.get_column("text").to_numpy().astype(str),
                            hovertemplate=f"%{{text}}<br>{timing}<extra></extra>"))
     return traces
+
+
+def _pass_bars(bands: pl.DataFrame, timing: str) -> list[Trace]:
+    """One trace per pass; each pass on its own stripe of the lane (forward on top), hover names the step."""
+    traces: list[Trace] = []
+    for (name, colour), group in groups(bands, "name", "colour"):
+        order = PASS_ORDER.index(name) if name in PASS_ORDER else len(PASS_ORDER) - 1
+        offset = -0.4 + PASS_STRIPE * (order + 0.5)
+        group = group.with_columns((pl.col("y") + offset).alias("y"))
+        text = pl.concat_str(pl.lit(f"<b>{html.escape(name)}</b> pass · "), pl.col("category").fill_null(""))
+        traces.append(bar_trace(group, "y", colour, width=PASS_STRIPE * 0.9, name=name, legendgroup=f"pass {name}",
+                                customdata=numbers(group, "start_s", "duration_s"),
+                                text=group.select(text).to_series().to_numpy().astype(str),
+                                hovertemplate=f"%{{text}}<br>{timing}<extra></extra>"))
+    return traces
+
+
+def _key_entry(name: str, colour: str, group: str, title: str) -> Trace:
+    """A legend-only entry (no mark): a square of `colour` named `name` in the lane legend."""
+    return dict(type="scatter", x=[None], y=[None], mode="markers", name=name, legend=LANE_LEGEND,
+                marker={"color": colour, "symbol": "square", "size": 11}, showlegend=True, hoverinfo="skip",
+                legendgroup=group, legendgrouptitle={"text": title})
+
+
+def _visible_ns(start: pl.Expr, end: pl.Expr, view: TimelineView) -> pl.Expr:
+    return (pl.min_horizontal(end, pl.lit(view.end_ns)) - pl.max_horizontal(start, pl.lit(view.start_ns))).clip(0)
+
+
+def lane_legend(view: TimelineView) -> list[Trace]:
+    """The key to the passes lane (its pass colours) and the ranges lanes (the names holding most time in view).
+
+    Ranges are coloured by name, so the key lists the LEGEND_RANGE_NAMES
+    range names with the most time in the window (exact bars and
+    aggregated buckets, whose colour is their dominant name's); every other
+    name is in its bar's or bucket's hover. Profiler steps are left out:
+    they would fill the key, and each is one bar whose name its hover gives.
+    """
+    events, cells = view.events, view.cells
+    passes = set(events.filter(pl.col("kind") == "pass").get_column("name").to_list())
+    passes |= set(cells.filter(pl.col("kind") == "pass").get_column("name").to_list())
+    entries = [_key_entry(name, event_colour(name, "pass"), "passes", "passes (per step)")
+               for name in PASS_ORDER if name in passes]
+    timed = pl.concat([
+        events.filter(pl.col("kind") == "range").select(
+            "name", "short", _visible_ns(pl.col("start_ns"), pl.col("end_ns"), view).alias("time")),
+        cells.filter(pl.col("kind") == "range").select(
+            "name", "short", (pl.col("busy") * (pl.col("end_ns") - pl.col("start_ns"))).alias("time")),
+    ], how="vertical_relaxed")
+    timed = timed.filter(~pl.col("name").str.starts_with("ProfilerStep#"))
+    if timed.height:
+        top = (timed.group_by("name").agg(pl.col("short").first(), pl.col("time").sum())
+               .sort(["time", "name"], descending=[True, False]).head(LEGEND_RANGE_NAMES))
+        entries += [_key_entry(_middle_cut(short), event_colour(name, "range"),
+                               "ranges", "ranges (colour = name): most time in view")
+                    for name, short in top.select("name", pl.col("short").fill_null(pl.col("name"))).iter_rows()]
+    return entries
+
+
+def _middle_cut(text: str, limit: int = 34) -> str:
+    """Long names keep their start and their end (`autograd::engine…ConvolutionBackward0`), what tells them apart."""
+    if len(text) <= limit:
+        return text
+    tail = limit // 2
+    return text[: limit - tail - 1] + "…" + text[-tail:]
+
+
+def lane_legend_layout(plot_px: int) -> dict[str, Any]:
+    """Above the lanes, right-aligned (the title is on the left): a key, so clicks on it change nothing."""
+    return {"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1 + 34 / max(plot_px, 1), "yanchor": "bottom",
+            "itemclick": False, "itemdoubleclick": False, "font": {"size": 12}}

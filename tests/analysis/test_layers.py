@@ -97,6 +97,20 @@ def test_kernel_fallback_sums_kernel_time_per_consecutive_run() -> None:
     assert la.layer_occurrences(empty("ranges"), empty("kernels")).source == ""
 
 
+def test_kernel_occurrences_per_pass_optimizer_included_in_box_order() -> None:
+    frame = kernels([
+        (0, "k1", 0, 10, "a", "forward", None),
+        (0, "k2", 20, 30, "a", "backward", None),
+        (0, "k3", 40, 45, "a", "optimizer", None),  # a fused optimizer kernel attributed to the layer's params
+        (0, "k4", 50, 55, "a", None, None),  # no pass known: unattributed, never dropped
+    ])
+    occurrences = la.layer_occurrences(empty("ranges"), frame).occurrences
+    assert occurrences.select("pass", "duration_ns").rows() == [
+        ("forward", 10), ("backward", 10), ("optimizer", 5), ("unattributed", 5)]
+    stats = la.layer_stats(occurrences)
+    assert stats.get_column("pass").to_list() == ["forward", "backward", "optimizer", "unattributed"]
+
+
 def test_layer_kernels_by_attribution_or_by_time() -> None:
     frame = kernels([(0, "k1", 0, 10, "a", "forward", None), (0, "k2", 20, 30, "b", "forward", None)])
     chosen, how = la.layer_kernels(frame, pl.DataFrame(), "a", "forward")

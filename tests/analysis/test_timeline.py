@@ -214,12 +214,38 @@ def test_python_function_ranges_are_not_lanes() -> None:
     assert copies.get_column("bytes").to_list() == [4096]
 
 
-def test_pass_bands_merge_runs_of_one_pass_per_rank() -> None:
+def test_pass_bands_merge_runs_of_one_pass_per_rank_outside_steps() -> None:
     kernels = canonical("kernels", rank=[0, 0, 0, 0, 1], start_ns=[0, 10, 20, 30, 5], end_ns=[5, 15, 25, 35, 8],
                         **{"pass": ["forward", "forward", "backward", "forward", "backward"]})
     bands = pass_bands(schema.empty("ranges"), kernels)
-    assert bands.rows() == [(0, "forward", 0, 15), (0, "backward", 20, 25), (0, "forward", 30, 35),
-                            (1, "backward", 5, 8)]
+    assert bands.rows() == [(0, None, "forward", 0, 15), (0, None, "backward", 20, 25), (0, None, "forward", 30, 35),
+                            (1, None, "backward", 5, 8)]
+
+
+def test_pass_bands_are_one_interval_per_pass_per_step_and_rank() -> None:
+    # Step 5: forward, zero_grad (optimizer), backward with a forward kernel on a side stream, step;
+    # step 6 likewise on rank 0; rank 1 has step 5 only. Unattributed kernels make no band.
+    kernels = canonical(
+        "kernels", rank=[0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0],
+        step=[5, 5, 5, 5, 5, 6, 6, 6, 5, 5, None],
+        start_ns=[0, 10, 20, 25, 40, 100, 110, 120, 3, 30, 200],
+        end_ns=[8, 12, 30, 27, 50, 105, 115, 130, 9, 35, 210],
+        **{"pass": ["forward", "optimizer", "backward", "forward", "optimizer", "forward", "backward", "optimizer",
+                    "forward", "backward", "unattributed"]})
+    bands = pass_bands(schema.empty("ranges"), kernels)
+    assert bands.rows() == [
+        (0, 5, "forward", 0, 27), (0, 5, "optimizer", 10, 50), (0, 5, "backward", 20, 30),
+        (0, 6, "forward", 100, 105), (0, 6, "backward", 110, 115), (0, 6, "optimizer", 120, 130),
+        (1, 5, "forward", 3, 9), (1, 5, "backward", 30, 35),
+    ]
+    events = lane_events(kernels, schema.empty("memcpy"), schema.empty("ranges")).filter(pl.col("kind") == "pass")
+    assert events.get_column("category").to_list()[:2] == ["step 5", "step 5"]
+
+
+def test_pass_bands_of_runs_stored_without_a_step_column() -> None:
+    kernels = canonical("kernels", rank=[0, 0], start_ns=[0, 10], end_ns=[5, 15],
+                        **{"pass": ["forward", "backward"]}).drop("step")
+    assert pass_bands(schema.empty("ranges"), kernels).get_column("pass").to_list() == ["forward", "backward"]
 
 
 def test_pass_bands_fall_back_to_ranges() -> None:

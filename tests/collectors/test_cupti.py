@@ -186,7 +186,7 @@ def test_kernels_are_attributed_to_the_mark_they_were_launched_in() -> None:
     assert ranges.get_column("name").to_list() == ["optimizer", "inner"]
     assert ranges.get_column("category").to_list() == ["marker", "marker"]
     assert ranges.row(1, named=True)["parent"] == ranges.row(0, named=True)["id"]
-    assert ranges.get_column("pass").to_list() == ["none", "none"]
+    assert ranges.get_column("pass").to_list() == ["unattributed", "unattributed"]
 
 
 def test_a_stale_external_id_does_not_attribute_work_after_its_range() -> None:

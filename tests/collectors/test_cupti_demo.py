@@ -43,7 +43,7 @@ def test_demo_layers_have_both_passes_flops_and_their_kernels(demo: dict[str, pl
     kernels = demo["kernels"]
     outside_layers = kernels.filter(pl.col("layer").is_null())
     assert set(outside_layers.get_column("op")) == {"Optimizer.step#AdamW.step"}
-    assert set(outside_layers.get_column("pass")) == {"none"}
+    assert set(outside_layers.get_column("pass")) == {"optimizer"}
     # Kernel FLOPs add up to the layer's, per pass (over all steps).
     kernel_sum = kernels.filter(pl.col("layer") == "GPT.blocks.0.mlp.c_fc").group_by("pass").agg(pl.col("flops").sum())
     steps = captured_run.STEPS

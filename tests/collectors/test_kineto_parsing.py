@@ -162,7 +162,8 @@ def test_kernel_op_by_containment_when_external_id_is_the_correlation(tmp_path: 
     ]
     kernels = collect(write(tmp_path / "t.json", events)).tables["kernels"].sort("start_ns")
     assert kernels["op"].to_list() == ["aten::mul_inner", None]
-    assert kernels["pass"].to_list() == ["none", None]
+    # Both launches link them to the CPU: neither is unattributed; no backward or optimizer op encloses them.
+    assert kernels["pass"].to_list() == ["forward", "forward"]
 
 
 def test_pass_layer_and_flops_follow_sequence_numbers(tmp_path: Path) -> None:
@@ -190,7 +191,7 @@ def test_pass_layer_and_flops_follow_sequence_numbers(tmp_path: Path) -> None:
         "gemm": ("forward", "Linear_0", "aten::addmm"),
         "splitK_reduce": ("forward", "Linear_0", "aten::addmm"),
         "gemm_bwd": ("backward", "Linear_0", "aten::mm"),
-        "sgd_kernel": ("none", None, "Optimizer.step#SGD.step"),
+        "sgd_kernel": ("optimizer", None, "Optimizer.step#SGD.step"),
     }
     forward_flops = 2 * 8 * 16 * 32
     # shared by the two kernels of aten::linear in proportion to their durations (30 µs : 10 µs)
@@ -203,7 +204,8 @@ def test_pass_layer_and_flops_follow_sequence_numbers(tmp_path: Path) -> None:
     assert ranges["ProfilerStep#3"]["flops"] == forward_flops
     assert ranges["AddmmBackward0"]["pass"] == "backward" and ranges["AddmmBackward0"]["sequence"] == 42
     assert ranges["aten::mm"]["layer"] == "Linear_0"
-    assert ranges["ProfilerStep#3"]["pass"] == "none"
+    assert ranges["ProfilerStep#3"]["pass"] == "unattributed"  # a step holds every pass
+    assert result.tables["kernels"]["step"].to_list() == [3, 3, 3, 3]
 
 
 def test_fwdbwd_flow_links_a_backward_node_without_sequence_number(tmp_path: Path) -> None:

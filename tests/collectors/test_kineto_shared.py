@@ -70,7 +70,7 @@ def test_ranges_and_steps_equal_the_raw_json(shared_dir: Path, name: str) -> Non
     ranges = _collected(path).tables["ranges"]
     assert ranges.height == len(raw_ops)
     assert sorted(ranges.filter(pl.col("category") == "profiler_step")["name"].to_list()) == raw_steps
-    assert set(ranges["pass"].unique().to_list()) == {"forward", "backward", "none"}
+    assert set(ranges["pass"].unique().to_list()) == {"forward", "backward", "optimizer", "unattributed"}
     steps = ranges.filter(pl.col("category") == "profiler_step")
     assert steps["depth"].to_list() == [0] * len(raw_steps)
 

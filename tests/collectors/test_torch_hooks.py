@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import polars as pl
 import pytest
 
@@ -167,3 +169,30 @@ def test_every_step_is_counted_when_asked() -> None:
         assert session.torch_hooks._flops.counting is True
     forward = session.tables()["ranges"].filter((pl.col("name") == "Sequential.0") & (pl.col("pass") == "forward"))
     assert forward.sort("start_ns").get_column("flops").to_list() == [128.0, 320.0, 128.0]
+
+
+def test_optimizer_steps_are_ranges_of_the_optimizer_pass_and_own_their_kernels() -> None:
+    gpu = FakeCuptiBackend()
+    model = nn.Sequential(Scale(gpu), nn.Linear(4, 2))
+
+    class LaunchingSGD(torch.optim.SGD):
+        def step(self, closure=None):  # type: ignore[override]
+            gpu.launch_kernel("_Z14sgd_update_kPfi", 500)
+            return super().step(closure)
+
+    optimizer = LaunchingSGD(model.parameters(), lr=0.1)
+    global_hooks = importlib.import_module("torch.optim.optimizer")._global_optimizer_pre_hooks
+    before = len(global_hooks)
+    with CaptureSession("t", backend=gpu, layers=True, flops=False) as session:
+        for _ in range(2):
+            model(torch.randn(3, 4, requires_grad=True)).sum().backward()
+            optimizer.step()
+    tables = session.tables()
+    steps = tables["ranges"].filter(pl.col("name") == "Optimizer.step#LaunchingSGD.step")
+    assert steps.select("category", "pass").rows() == [("marker", "optimizer")] * 2
+    kernels = tables["kernels"]
+    assert dict(kernels.group_by("pass").len().iter_rows()) == {"forward": 2, "backward": 2, "optimizer": 2}
+    assert set(kernels.filter(pl.col("pass") == "optimizer").get_column("op")) == {
+        "Optimizer.step#LaunchingSGD.step"}
+    assert len(global_hooks) == before  # the global hooks leave with the session
+    assert session.torch_hooks.errors == 0

@@ -189,7 +189,7 @@ def test_the_dict_sent_by_callbacks_is_the_same_figure_in_a_smaller_encoding(dat
     for trace in as_dict["data"]:
         known = type(go.Figure(data=[{"type": trace["type"]}]).data[0])._valid_props
         assert set(trace) <= known, set(trace) - known
-    assert set(as_dict["layout"]) <= go.Layout._valid_props | {f"yaxis{n}" for n in range(2, 9)} | {"xaxis2"}
+    assert set(as_dict["layout"]) <= go.Layout._valid_props | {f"yaxis{n}" for n in range(2, 9)} | {"xaxis2", "legend2"}
 
 
 def test_window_text_keeps_about_four_digits_of_the_window_width() -> None:

@@ -1,0 +1,52 @@
+"""/timeline in a browser: the passes lane has one band per pass per step, and the passes / ranges lanes a key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from dashboard.collectors.kineto import COLLECTOR
+from dashboard.store import RunStore
+from tests.support.kineto_passes_trace import Shape, write
+
+GRAPH = "#timeline-graph .js-plotly-plot"
+
+
+@pytest.fixture(scope="module")
+def run_id(server, tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder: Path = tmp_path_factory.mktemp("passes")
+    paths = [write(folder, Shape(ddp=True, steps=3), rank=rank) for rank in (0, 1)]
+    tables = COLLECTOR.collect(paths, lambda fraction, message: None).tables
+    return RunStore(server.data_dir).write("passes-key", tables)
+
+
+def test_passes_and_ranges_lanes_have_a_key_that_overlaps_nothing(page: Page, server, run_id: str,
+                                                                  console_errors) -> None:
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{server.url}/timeline?run={run_id}")
+    expect(page.locator(f"{GRAPH} .main-svg").first).to_be_visible(timeout=20_000)
+    page.wait_for_load_state("networkidle")
+    key = page.locator(f"{GRAPH} g.legend2")
+    expect(key).to_be_visible()
+    texts = [text.text_content() for text in key.locator("text.legend2text").all()]  # group titles, then entries
+    assert texts[:5] == ["passes (per step)", "forward", "backward", "optimizer",
+                         "ranges (colour = name): most time in view"]
+    assert len(texts) == 5 + 5  # and the five range names with the most time
+    # 2 ranks x 3 steps: a bar per pass per step, plus the launch after the last step (forward) per rank
+    bars = page.evaluate(f"""() => Object.fromEntries(document.querySelector('{GRAPH}').data
+        .filter(t => t.type === 'bar' && (t.legendgroup || '').startsWith('pass '))
+        .map(t => [t.name, t.text.length]))""")
+    assert bars == {"forward": 8, "backward": 6, "optimizer": 6}
+    # The key sits above the lanes, clear of the title and of the time axis repeated on top.
+    box = key.bounding_box()
+    title = page.locator(f"{GRAPH} .gtitle").bounding_box()
+    ticks = [t.bounding_box() for t in page.locator(f"{GRAPH} g.x2tick text").all()]
+    assert box is not None and title is not None and ticks
+    for other in [title, *ticks]:
+        assert other is not None
+        apart = (box["x"] >= other["x"] + other["width"] or other["x"] >= box["x"] + box["width"]
+                 or box["y"] >= other["y"] + other["height"] or other["y"] >= box["y"] + box["height"])
+        assert apart, (box, other)
+    assert console_errors == []

@@ -1,0 +1,64 @@
+"""The passes lane (one band per pass per step, each pass on its stripe) and the key to the passes and ranges lanes."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+
+from dashboard import schema
+from dashboard.analysis.timeline import prepare_timeline, timeline_view
+from dashboard.collectors.kineto import COLLECTOR
+from dashboard.figures.theme import PASS_COLOURS
+from dashboard.figures.timeline import timeline_figure_dict
+from dashboard.figures.timeline_marks import LANE_LEGEND, LEGEND_RANGE_NAMES, PASS_STRIPE
+from tests.support.kineto_passes_trace import Shape, write
+
+
+def _figure(tmp_path: Path, **shape: bool) -> dict:
+    paths = [write(tmp_path, Shape(**shape), rank=rank) for rank in (0, 1)]
+    tables = COLLECTOR.collect(paths, lambda fraction, message: None).tables
+    data = prepare_timeline(tables["kernels"], tables["memcpy"], tables["ranges"], schema.empty("stack"))
+    figure = timeline_figure_dict(timeline_view(data), "t")
+    go.Figure(figure)  # plotly accepts it
+    return figure
+
+
+def test_passes_lane_draws_one_bar_per_pass_per_step_and_rank_on_its_stripe(tmp_path: Path) -> None:
+    figure = _figure(tmp_path, ddp=True)
+    bars = {t["name"]: t for t in figure["data"] if t["type"] == "bar" and t.get("legendgroup", "").startswith("pass")}
+    assert set(bars) == {"forward", "backward", "optimizer"}
+    # 2 ranks x 2 steps, plus the launch after the last step (forward, outside steps) per rank
+    assert {name: len(bar["text"]) for name, bar in bars.items()} == {"forward": 6, "backward": 4, "optimizer": 4}
+    assert bars["backward"]["text"][0] == "<b>backward</b> pass · step 5"
+    assert {name: bar["marker"]["color"] for name, bar in bars.items()} == {n: PASS_COLOURS[n] for n in bars}
+    # Bands of one step overlap in time (zero_grad runs before backward), so each pass has its own stripe.
+    stripes = {name: sorted({round(y % 1, 6) for y in _decoded(bar["y"])}) for name, bar in bars.items()}
+    assert len({tuple(s) for s in stripes.values()}) == 3
+    assert all(bar["width"] < PASS_STRIPE for bar in bars.values())
+
+
+def test_the_lane_key_lists_the_passes_and_the_ranges_with_most_time(tmp_path: Path) -> None:
+    figure = _figure(tmp_path)
+    key = [t for t in figure["data"] if t.get("legend") == LANE_LEGEND]
+    passes = [t["name"] for t in key if t["legendgroup"] == "passes"]
+    assert passes == ["forward", "backward", "optimizer"]
+    assert [t["marker"]["color"] for t in key if t["legendgroup"] == "passes"] == [
+        PASS_COLOURS["forward"], PASS_COLOURS["backward"], PASS_COLOURS["optimizer"]]
+    ranges = [t["name"] for t in key if t["legendgroup"] == "ranges"]
+    # after the steps (left out: each is one bar, named in its hover), `## backward ##` holds the most time
+    # (420 µs per step), then the optimizer step (100 µs) and the convolution backward node (60 µs)
+    assert len(ranges) == LEGEND_RANGE_NAMES
+    assert ranges[:3] == ["## backward ##", "Optimizer.step#SGD.step", "autograd::engine…volutionBackward0"]
+    assert all(t["x"] == [None] and t["showlegend"] for t in key)  # entries only: nothing drawn
+    legend = figure["layout"][LANE_LEGEND]
+    assert legend["itemclick"] is False and legend["yanchor"] == "bottom" and legend["y"] > 1
+
+
+def _decoded(values) -> list[float]:
+    """A typed-array spec (base64) or a plain list, as numbers."""
+    if isinstance(values, dict):
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
+    return list(values)
