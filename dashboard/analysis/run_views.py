@@ -14,6 +14,7 @@ from functools import lru_cache
 
 import polars as pl
 
+from dashboard.analysis import gpu_busy as busy_analysis
 from dashboard.analysis import kernels as kernel_analysis
 from dashboard.analysis import layers as layer_analysis
 from dashboard.analysis.kernels import Group, Window
@@ -79,6 +80,15 @@ def kernel_view(run: Run, rank: int | None, window: Window, group: Group) -> Ker
     return KernelView(summary, spread, pairs, kernel_analysis.gpu_time_ns(frame), frame.height)
 
 
+@lru_cache(maxsize=64)
+def gpu_busy_view(run: Run, rank: int | None, window: Window) -> pl.DataFrame:
+    """Per rank: span, busy and idle time of the GPU (gpu_busy.gpu_busy), kernels and copies counted."""
+    kernels, copies = run.frame("kernels"), run.frame("memcpy")
+    if rank is not None:
+        kernels, copies = kernels.filter(pl.col("rank") == rank), copies.filter(pl.col("rank") == rank)
+    return busy_analysis.gpu_busy(busy_analysis.activity_intervals(kernels, copies, window=window))
+
+
 @lru_cache(maxsize=8)
 def run_layer_samples(run: Run) -> layer_analysis.LayerSamples:
     # Only module ranges are read (pushed down into the parquet scan); an absent
@@ -136,5 +146,5 @@ def run_origin_ns(run: Run) -> int:
 def clear_caches() -> None:
     """Forget every cached view (tests and benchmarks measure cold paths with it)."""
     for function in (prepared_kernels, run_launch_shapes, kernel_layer_codes, kernel_ranks, filtered_kernels,
-                     kernel_view, run_layer_samples, layer_view, layer_kernel_view, run_origin_ns):
+                     kernel_view, gpu_busy_view, run_layer_samples, layer_view, layer_kernel_view, run_origin_ns):
         function.cache_clear()

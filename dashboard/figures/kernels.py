@@ -26,6 +26,14 @@ from dashboard.figures.theme import TEMPLATE, empty_figure
 from dashboard.figures.theme import colour_for as _colour_for
 
 GROUP_NOUNS = {"name": "kernel", "op": "launching op", "layer": "layer"}
+# The page's definitions of "total", written the same in the bar axis and the table headers.
+TOTAL_ONE_RANK = "total time"
+TOTAL_RANK_MEAN = "total time, mean per rank"
+SHARE_DEFINITION = "share of kernel time in this selection"
+
+
+def total_rank_sum(ranks: int) -> str:
+    return f"total time, sum over {ranks} ranks"
 BAR_HEIGHT = 24
 _HOVER_WRAP = 90
 _TEMPLATE_JSON = pio.templates[TEMPLATE].to_plotly_json()
@@ -44,12 +52,18 @@ def wrap_name(name: str, width: int = _HOVER_WRAP) -> str:
 
 
 def _hover_rows(summary: pl.DataFrame) -> list[str]:
+    """Full name, then the numbers with their definitions (sum and mean per rank when both exist)."""
+    per_rank = "rank_mean_ns" in summary.columns
+    means = summary.get_column("rank_mean_ns").to_list() if per_rank else [None] * summary.height
     rows = summary.select("group", "total_ns", "share", "count", "mean_ns", "median_ns", "p95_ns").rows()
-    return [
-        f"<b>{wrap_name(group)}</b><br>total {format_ns(total)} ({share:.1%} of GPU time)<br>"
-        f"{count:,} launches · mean {format_ns(mean)} · median {format_ns(median)} · p95 {format_ns(p95)}"
-        for group, total, share, count, mean, median, p95 in rows
-    ]
+    hovers = []
+    for (group, total, share, count, mean, median, p95), rank_mean in zip(rows, means, strict=True):
+        total_text = (f"total {format_ns(total)}" if rank_mean is None else
+                      f"total {format_ns(total)} summed over ranks · {format_ns(rank_mean)} mean per rank")
+        hovers.append(f"<b>{wrap_name(group)}</b><br>{total_text} ({share:.1%} of kernel time)<br>"
+                      f"{count:,} launches · per launch: mean {format_ns(mean)} · median {format_ns(median)} · "
+                      f"p95 {format_ns(p95)}")
+    return hovers
 
 
 def selected_points(keys: list[str], selected: Collection[str]) -> list[int] | None:
@@ -113,13 +127,16 @@ def top_kernels_figure(summary: pl.DataFrame, top_n: int = 20, selected: Collect
         "unselected": {"marker": {"opacity": 0.3}},
     }
     data = [bars]
-    x_title = f"total time ({unit})"
+    x_title = f"{TOTAL_ONE_RANK} ({unit})"
     default_title = f"Top {min(top_n, summary.height)} {noun}s by total GPU time"
     if spread is not None:
         bars["error_x"], ticks = _spread_traces(top, factor)
         data.append(ticks)
-        x_title = f"total time per rank ({unit})"
-        default_title += "<br><sup>bar = mean over ranks · whiskers = min–max · ticks = each rank</sup>"
+        x_title = f"{TOTAL_RANK_MEAN} ({unit})"
+        default_title += ("<br><sup>bar = mean over ranks · whiskers = min–max · ticks = each rank · "
+                          "label = share of kernel time</sup>")
+    else:
+        default_title += "<br><sup>label = share of kernel time</sup>"
     return fast_figure(data, {
         "title": {"text": title or default_title}, "height": figure_height(top.height),
         "margin": {"l": 10, "r": 50, "t": 64, "b": 48}, "clickmode": "event", "dragmode": False, "bargap": 0.25,
