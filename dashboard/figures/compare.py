@@ -14,7 +14,7 @@ import polars as pl
 
 from dashboard.analysis.compare import BOTH, ONLY_A, ONLY_B
 from dashboard.analysis.units import format_ns, time_unit_for
-from dashboard.figures.kernels import colour_for, fast_figure, figure_height, selected_points, wrap_name
+from dashboard.figures.kernels import fast_figure, figure_height, kernel_colours, selected_points, wrap_name
 from dashboard.figures.theme import empty_figure
 
 SLOWER, FASTER = "#c92a2a", "#2b8a3e"  # B spends more / less time than A
@@ -90,7 +90,7 @@ def totals_scatter(comparison: pl.DataFrame, selected: Collection[str], a: str, 
         "type": "scatter", "mode": "markers", "name": "kernels", "showlegend": False,
         "x": [v / factor for v in both.get_column("total_a_ns").to_list()],
         "y": [v / factor for v in both.get_column("total_b_ns").to_list()],
-        "marker": {"size": 11, "color": [colour_for(g) for g in both.get_column("group").to_list()],
+        "marker": {"size": 11, "color": kernel_colours(both, both),
                    "line": {"width": 0.5, "color": "white"}},
         "customdata": keys, "hovertext": _hover(both, a, b), "hovertemplate": "%{hovertext}<extra></extra>",
         "selectedpoints": selected_points(keys, selected),

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from functools import lru_cache
 from typing import Any
 
 import plotly.graph_objects as go
@@ -22,8 +21,7 @@ import plotly.io as pio
 import polars as pl
 
 from dashboard.analysis.units import format_ns, time_unit_for
-from dashboard.figures.theme import TEMPLATE, empty_figure
-from dashboard.figures.theme import colour_for as _colour_for
+from dashboard.figures.theme import TEMPLATE, distinct_colours, empty_figure
 
 GROUP_NOUNS = {"name": "kernel", "op": "launching op", "layer": "layer"}
 # The page's definitions of "total", written the same in the bar axis and the table headers.
@@ -37,8 +35,6 @@ def total_rank_sum(ranks: int) -> str:
 BAR_HEIGHT = 24
 _HOVER_WRAP = 90
 _TEMPLATE_JSON = pio.templates[TEMPLATE].to_plotly_json()
-# theme.colour_for hashes the whole name in Python; names repeat across every redraw.
-colour_for = lru_cache(maxsize=16384)(_colour_for)
 
 
 def fast_figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> go.Figure:
@@ -64,6 +60,13 @@ def _hover_rows(summary: pl.DataFrame) -> list[str]:
                       f"{count:,} launches · per launch: mean {format_ns(mean)} · median {format_ns(median)} · "
                       f"p95 {format_ns(p95)}")
     return hovers
+
+
+def kernel_colours(summary: pl.DataFrame, shown: pl.DataFrame) -> list[str]:
+    """Colours of `shown`'s rows, one per distinct group, assigned over the whole `summary` in its order
+    (so the bar chart and the scatter of one page agree)."""
+    colours = distinct_colours(summary.get_column("group").to_list())
+    return [colours[group] for group in shown.get_column("group").to_list()]
 
 
 def selected_points(keys: list[str], selected: Collection[str]) -> list[int] | None:
@@ -120,7 +123,7 @@ def top_kernels_figure(summary: pl.DataFrame, top_n: int = 20, selected: Collect
     bars: dict[str, Any] = {
         "type": "bar", "orientation": "h", "name": "total", "showlegend": False,
         "x": [v / factor for v in values], "y": labels,
-        "marker": {"color": [colour_for(g) for g in top.get_column("group").to_list()]},
+        "marker": {"color": kernel_colours(summary, top)},
         "text": [f"{s:.1%}" for s in top.get_column("share").to_list()], "textposition": "outside",
         "cliponaxis": False, "customdata": keys, "hovertext": _hover_rows(top),
         "hovertemplate": "%{hovertext}<extra></extra>", "selectedpoints": selected_points(keys, selected),
@@ -159,7 +162,7 @@ def duration_scatter_figure(summary: pl.DataFrame, selected: Collection[str] = (
         "x": summary.get_column("count").to_list(),
         "y": [m / factor for m in summary.get_column("mean_ns").to_list()],
         "marker": {"size": [6 + 30 * math.sqrt(max(t, 0) / biggest) for t in totals],
-                   "color": [colour_for(g) for g in summary.get_column("group").to_list()],
+                   "color": kernel_colours(summary, summary),
                    "line": {"width": 0.5, "color": "white"}, "opacity": 0.85},
         "customdata": keys, "text": summary.get_column("label").to_list(),
         "hovertext": _hover_rows(summary), "hovertemplate": "%{hovertext}<extra></extra>",
