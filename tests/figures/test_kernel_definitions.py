@@ -83,10 +83,27 @@ def test_compare_scatter_colours_are_distinct(two_ranks: pl.DataFrame) -> None:
 
 
 def test_busy_text_one_rank_and_range_over_ranks() -> None:
-    one = gpu_busy(pl.DataFrame({"rank": [0, 0], "start_ns": [0, 600_000_000], "end_ns": [320_000_000, 1_000_000_000]}))
+    one = gpu_busy(pl.DataFrame({"rank": [0, 0], "start_ns": [0, 600_000_000],
+                                 "end_ns": [320_000_000, 1_000_000_000]}))
     assert busy_text(one) == "GPU busy 72.0% of its 1 s span (rank 0)"
-    both = gpu_busy(pl.DataFrame({"rank": [0, 1, 1], "start_ns": [0, 0, 1_500_000], "end_ns": [1_000_000, 500_000, 2_000_000]}))
+    both = gpu_busy(pl.DataFrame({"rank": [0, 1, 1], "start_ns": [0, 0, 1_500_000],
+                                  "end_ns": [1_000_000, 500_000, 2_000_000]}))
     # rank 0: busy 1 ms of 1 ms; rank 1: busy 1 ms of 2 ms.
     assert busy_text(both) == "GPU busy 50.0–100.0% of span over 2 ranks (span 1 ms–2 ms per rank)"
     assert busy_text(gpu_busy(pl.DataFrame({"rank": [], "start_ns": [], "end_ns": []},
                                            schema={"rank": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64}))) == ""
+
+
+def test_compare_labels_kernels_of_both_sides_apart() -> None:
+    # Each side alone labels its one wgrad kernel `wgrad_alg0_engine‹float›`: together they must differ.
+    wgrad = "void cudnn::detail::wgrad_alg0_engine<float, 128, 6, 8, 3, 3, 5, false, 512>(int)"
+    other = wgrad.replace("128, 6, 8", "512, 6, 5")
+
+    def side(name: str) -> pl.DataFrame:
+        frame = conform("kernels", pl.DataFrame({"rank": [0], "name": [name], "start_ns": [0], "end_ns": [10]}))
+        return ka.kernel_summary(ka.filter_kernels(ka.prepare_kernels(frame)))
+
+    assert side(wgrad).get_column("label").to_list() == side(other).get_column("label").to_list()
+    labels = dict(kernel_comparison(side(wgrad), side(other)).select("group", "label").rows())
+    assert labels == {wgrad: "wgrad_alg0_engine‹float, 128, 6, 8, 3, 3, 5, false, 512›",
+                      other: "wgrad_alg0_engine‹float, 512, 6, 5, 3, 3, 3, false, 512›"}
