@@ -106,4 +106,4 @@ def test_compare_labels_kernels_of_both_sides_apart() -> None:
     assert side(wgrad).get_column("label").to_list() == side(other).get_column("label").to_list()
     labels = dict(kernel_comparison(side(wgrad), side(other)).select("group", "label").rows())
     assert labels == {wgrad: "wgrad_alg0_engine‹float, 128, 6, 8, 3, 3, 5, false, 512›",
-                      other: "wgrad_alg0_engine‹float, 512, 6, 5, 3, 3, 3, false, 512›"}
+                      other: "wgrad_alg0_engine‹float, 512, 6, 5, 3, 3, 5, false, 512›"}
