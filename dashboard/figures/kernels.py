@@ -21,6 +21,7 @@ import plotly.io as pio
 import polars as pl
 
 from dashboard.analysis.units import format_ns, time_unit_for
+from dashboard.figures.log_axis import log_axis
 from dashboard.figures.theme import TEMPLATE, distinct_colours, empty_figure
 
 GROUP_NOUNS = {"name": "kernel", "op": "launching op", "layer": "layer"}
@@ -33,6 +34,8 @@ SHARE_DEFINITION = "share of kernel time in this selection"
 def total_rank_sum(ranks: int) -> str:
     return f"total time, sum over {ranks} ranks"
 BAR_HEIGHT = 24
+# Plot area of the scatter at 1440 px (5 of 12 grid columns, 420 px tall), for fitting log-axis labels.
+SCATTER_WIDTH_PX, SCATTER_HEIGHT_PX = 440, 300
 _HOVER_WRAP = 90
 _TEMPLATE_JSON = pio.templates[TEMPLATE].to_plotly_json()
 
@@ -157,10 +160,13 @@ def duration_scatter_figure(summary: pl.DataFrame, selected: Collection[str] = (
     totals = summary.get_column("total_ns").to_list()
     biggest = max(totals) or 1
     factor, unit = time_unit_for(summary.get_column("mean_ns").max())
+    counts = summary.get_column("count").to_list()
+    means = [m / factor for m in summary.get_column("mean_ns").to_list()]
+    positive = [m for m in means if m > 0] or [1.0]
+    means = [max(m, min(positive)) for m in means]  # a 0 ns mean has no place on a log axis: the floor
     points = {
         "type": "scatter", "mode": "markers", "name": noun, "showlegend": False,
-        "x": summary.get_column("count").to_list(),
-        "y": [m / factor for m in summary.get_column("mean_ns").to_list()],
+        "x": counts, "y": means,
         "marker": {"size": [6 + 30 * math.sqrt(max(t, 0) / biggest) for t in totals],
                    "color": kernel_colours(summary, summary),
                    "line": {"width": 0.5, "color": "white"}, "opacity": 0.85},
@@ -172,8 +178,10 @@ def duration_scatter_figure(summary: pl.DataFrame, selected: Collection[str] = (
     return fast_figure([points], {
         "title": {"text": f"Mean duration vs launches per {noun} (area = total time)"},
         "dragmode": "select", "clickmode": "event+select", "height": 420,
-        "xaxis": {"type": "log", "title": {"text": "launches (count)"}},
-        "yaxis": {"type": "log", "title": {"text": f"mean duration ({unit})"}},
+        "xaxis": {**log_axis(min(counts), max(counts), length_px=SCATTER_WIDTH_PX, si=True),
+                  "title": {"text": "launches (count)"}},
+        "yaxis": {**log_axis(min(means), max(means), unit, SCATTER_HEIGHT_PX, horizontal=False),
+                  "title": {"text": f"mean duration ({unit})"}},
     })
 
 

@@ -58,19 +58,21 @@ def _row(info: RunInfo) -> dict[str, Any]:
     }
 
 
+# Minimum widths add up to what a 1440 px window leaves the grid (~1375 px beside the tick column), so
+# sizeToFit never squeezes a column under its header; the numbers stay whole ("3…" said nothing).
 COLUMNS = [
-    {"field": "id", "headerName": "Run", "minWidth": 260, "pinned": "left"},
-    {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 220,
+    {"field": "id", "headerName": "Run", "minWidth": 220, "pinned": "left"},
+    {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 160,
      "cellRendererParams": {"linkTarget": "_self"}},
-    {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 200,
+    {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 170,
      "cellRendererParams": {"linkTarget": "_self"}},
-    {"field": "evidence", "headerName": "Evidence", "minWidth": 220},
-    {"field": "sources", "headerName": "Sources", "minWidth": 220, "tooltipField": "sources"},
-    {"field": "created", "headerName": "Created", "sort": "desc", "minWidth": 180},
-    {"field": "rows", "headerName": "Rows", "type": "rightAligned",
+    {"field": "evidence", "headerName": "Evidence", "minWidth": 190, "tooltipField": "evidence"},
+    {"field": "sources", "headerName": "Sources", "minWidth": 170, "tooltipField": "sources"},
+    {"field": "created", "headerName": "Created", "sort": "desc", "minWidth": 170},
+    {"field": "rows", "headerName": "Rows", "type": "rightAligned", "minWidth": 100,
      "valueFormatter": {"function": "d3.format(',')(params.value)"}},
-    {"field": "size", "headerName": "Size", "type": "rightAligned"},
-    {"field": "parse_s", "headerName": "Parse s", "type": "rightAligned"},
+    {"field": "size", "headerName": "Size", "type": "rightAligned", "minWidth": 95},
+    {"field": "parse_s", "headerName": "Parse s", "type": "rightAligned", "minWidth": 100},
 ]
 
 
