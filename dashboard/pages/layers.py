@@ -10,7 +10,7 @@ from typing import Any
 
 import dash
 import dash_bootstrap_components as dbc
-from dash import ALL, Input, Output, Patch, State, callback, dcc, html, no_update
+from dash import ALL, Input, Output, Patch, State, callback, clientside_callback, dcc, html, no_update
 
 from dashboard.analysis import run_views
 from dashboard.analysis.layers import PASSES
@@ -181,6 +181,8 @@ def layout(run: str | None = None, rank: str | None = None, window: str | None =
         ], className="d-flex align-items-center mb-2"),
         html.Div(detail_body(chosen.id, view), id="layers-detail-body"),
     ], className="chart-card")
+    meta = view["throughput"].layout.meta
+    no_flops = isinstance(meta, dict) and bool(meta.get("no_flops"))
     return html.Div([
         header,
         dcc.Store(id="layers-run", data=chosen.id),
@@ -191,9 +193,30 @@ def layout(run: str | None = None, rank: str | None = None, window: str | None =
         html.Div(view["note"], id="layers-note", className="small text-muted mb-2"),
         html.Div(chart("layers-runtime", view["runtime"], f"{chosen.id}-layer-runtime"), className="chart-card"),
         html.Div(chart("layers-throughput", view["throughput"], f"{chosen.id}-layer-throughput"),
-                 className="chart-card"),
+                 id="layers-throughput-card", className="chart-card", style=HIDDEN if no_flops else {}),
+        dbc.Alert(NO_THROUGHPUT_TEXT, id="layers-no-throughput", color="secondary", className="small",
+                  style={} if no_flops else HIDDEN),
         detail,
     ], id="layers-page")
+
+
+HIDDEN = {"display": "none"}
+NO_THROUGHPUT_TEXT = ("No throughput chart: FLOPs are unknown for every layer in this selection, so FLOP/s "
+                      "cannot be computed. The trace records no FLOP counts (PyTorch profiler: with_flops=True).")
+# The message stands in for the throughput chart whenever that chart has nothing to draw (rank or window
+# changes can bring FLOPs in or out): decided from the figure itself, in the browser.
+clientside_callback(
+    """
+    function(figure) {
+        const none = Boolean(figure && figure.layout && figure.layout.meta && figure.layout.meta.no_flops);
+        return [none ? {display: "none"} : {}, none ? {} : {display: "none"}];
+    }
+    """,
+    Output("layers-throughput-card", "style"),
+    Output("layers-no-throughput", "style"),
+    Input("layers-throughput", "figure"),
+    prevent_initial_call=True,
+)
 
 
 @callback(

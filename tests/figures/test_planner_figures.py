@@ -30,7 +30,7 @@ def _bars(figure: go.Figure) -> go.Bar:
 def test_smem_timeline_one_bar_per_buffer(tables: dict[str, pl.DataFrame]) -> None:
     buffers = tables["ws_buffers"]
     figure = planner.liveness_timeline(buffers, G1, "SMEM")
-    assert len(figure.data) == 2  # the bars and the colour key (no operand D in SMEM)
+    assert len(figure.data) == 3  # the bars, the colour key, the repeated op axis (no operand D in SMEM)
     bars = _bars(figure)
     smem = buffers.filter((pl.col("group") == G1) & (pl.col("memory") == "SMEM")).sort("start_op", "buffer_index")
     assert len(bars.y) == smem.height == 13
@@ -46,7 +46,7 @@ def test_smem_timeline_one_bar_per_buffer(tables: dict[str, pl.DataFrame]) -> No
 
 def test_tmem_timeline_marks_operand_d(tables: dict[str, pl.DataFrame]) -> None:
     figure = planner.liveness_timeline(tables["ws_buffers"], G1, "TMEM")
-    assert len(figure.data) == 3  # bars, colour key, operand-D legend entry
+    assert len(figure.data) == 4  # bars, colour key, operand-D legend entry, the repeated op axis
     bars = _bars(figure)
     tmem = tables["ws_buffers"].filter((pl.col("group") == G1) & (pl.col("memory") == "TMEM")).sort(
         "start_op", "buffer_index")
