@@ -73,4 +73,4 @@ def log_axis(low: float, high: float, unit: str = "", length_px: float = 400, ho
         if _fits(values, texts, axis_low, axis_high, length_px, horizontal):
             break
     return {"type": "log", "range": [math.log10(axis_low), math.log10(axis_high)], "tickmode": "array",
-            "tickvals": values, "ticktext": texts}
+            "tickvals": values, "ticktext": texts, "automargin": True}

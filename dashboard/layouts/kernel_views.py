@@ -162,7 +162,9 @@ def kernel_table(component_id: Any, rows: list[dict], column_defs: list[dict], f
         options["selectionColumnDef"] = {"pinned": "left", "width": 44, "minWidth": 44, "maxWidth": 44}
     return dag.AgGrid(
         id=component_id, rowData=rows, columnDefs=column_defs, getRowId="params.data.key",
-        defaultColDef={"sortable": True, "resizable": True, "filter": True, "minWidth": 100},
+        # Headers wrap rather than cut: they carry the definitions ("total time, sum over 2 ranks (ms)").
+        defaultColDef={"sortable": True, "resizable": True, "filter": True, "minWidth": 100, "wrapHeaderText": True,
+                       "autoHeaderHeight": True},
         dashGridOptions=options, className="ag-theme-alpine", style={"height": f"{height}px", "width": "100%"},
         csvExportParams={"fileName": f"{file_name}.csv", "columnKeys": csv_columns(column_defs)},
         **({"selectedRows": {"ids": selected}} if selectable and selected else {}),
