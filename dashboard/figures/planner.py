@@ -146,10 +146,10 @@ def liveness_timeline(
     # axis is repeated on top (plotly draws an axis only when a trace uses it, hence the empty trace).
     figure.add_trace(go.Scatter(x=[], y=[], xaxis="x2", showlegend=False, hoverinfo="skip", name="op axis"))
     height = max(260, 28 * len(rows) + 150)
-    plot_px = height - 110 - 48
+    plot_px = height - 90 - 48
     figure.update_layout(
         xaxis2={"matches": "x", "overlaying": "x", "side": "top", "ticks": "outside", "showgrid": False},
-        height=height, margin={"l": 140, "t": 110, "b": 48},
+        height=height, margin={"l": 140, "t": 90, "b": 48},
         # Above the top axis's labels, right-aligned, clear of the title.
         legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1 + 30 / plot_px, "yanchor": "bottom"})
     figure.update_xaxes(title_text="operation id", selector={"side": None})
