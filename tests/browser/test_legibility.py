@@ -174,3 +174,30 @@ def test_layers_with_flops_keep_the_chart(wide: Page, server, console_errors) ->
     expect(wide.locator("#layers-throughput g.trace.boxes path.box").first).to_be_visible(timeout=20_000)
     expect(wide.locator("#layers-no-throughput")).to_be_hidden()
     assert console_errors == []
+
+
+def test_kernels_csv_carries_full_names_not_chart_labels(wide: Page, server, tmp_path, console_errors) -> None:
+    from tests.support.layered_run import ADD, NORM
+
+    run = RunStore(server.data_dir).write("kernel-csv-names", layered_tables(), metadata=DEVICE_METADATA)
+    wide.goto(f"{server.url}/kernels?run={run}")
+    expect(wide.locator("#kernels-table .ag-center-cols-container .ag-row").first).to_be_visible(timeout=20_000)
+    for group in ("name", "op"):  # the CSV's columns follow the grouping's columns
+        if group == "op":
+            wide.locator("#kernels-group").get_by_text("launching op").click()
+            expect(wide.locator('#kernels-table .ag-header-cell[col-id="label"] .ag-header-cell-text')).to_have_text(
+                "Launching op")
+        with wide.expect_download() as download:
+            wide.locator("#kernels-csv").click()
+        path = tmp_path / f"{group}.csv"
+        download.value.save_as(path)
+        table = pl.read_csv(path)
+        assert "full name" in table.columns and "Kernel" not in table.columns and "Launching op" not in table.columns
+        if group == "name":
+            assert {ADD, NORM} <= set(table.get_column("full name").to_list())  # whole, never cut with "…"
+            assert not any("…" in name for name in table.get_column("full name").to_list())
+            assert "total time, sum over 2 ranks (ms)" in table.columns
+        else:
+            assert "aten::addmm" in table.get_column("full name").to_list()
+            assert "distinct kernels" in table.columns
+    assert console_errors == []
