@@ -47,14 +47,42 @@ def activity_intervals(*tables: pl.DataFrame, window: tuple[int, int] | None = N
         pl.col("start_ns").clip(lower_bound=start), pl.col("end_ns").clip(upper_bound=end))
 
 
+def _laid_end_to_end(intervals: pl.DataFrame) -> pl.DataFrame:
+    """rank, s, e, shift: each rank's intervals moved onto its own stretch of one time line (s = start_ns
+    + shift), sorted by s.
+
+    Ranks laid end to end (rank k's times shifted by k x the whole span) never
+    overlap, so one sort and one running maximum serve every rank at once
+    (several times faster than sorting and scanning per rank with `over`).
+    """
+    first = intervals.get_column("start_ns").min()
+    stride = intervals.get_column("end_ns").max() - first + 1  # type: ignore[operator]
+    shift = (pl.col("rank").rank("dense") - 1).cast(pl.Int64) * stride - first
+    return intervals.select("rank", (pl.col("start_ns") + shift).alias("s"), (pl.col("end_ns") + shift).alias("e"),
+                            shift.alias("shift")).sort("s")
+
+
+def _pieces(laid: pl.DataFrame) -> pl.DataFrame:
+    """Marks of the union: `opens` on an interval starting after every earlier end, `closes` on the
+    last interval before the next opening, and `reach` = the running maximum end."""
+    reach = pl.col("e").cum_max()
+    opens = reach.shift(1).is_null() | (pl.col("s") > reach.shift(1))
+    return laid.with_columns(reach.alias("reach"), opens.alias("opens")).with_columns(
+        pl.col("opens").shift(-1, fill_value=True).alias("closes"))
+
+
 def merged_intervals(intervals: pl.DataFrame) -> pl.DataFrame:
     """The union of `intervals` (rank, start_ns, end_ns) per rank, as disjoint sorted intervals."""
-    ordered = intervals.sort("rank", "start_ns", "end_ns")
-    earlier_end = pl.col("end_ns").cum_max().shift(1).over("rank")
-    starts_group = earlier_end.is_null() | (pl.col("start_ns") > earlier_end)
-    grouped = ordered.with_columns(starts_group.cast(pl.Int64).cum_sum().over("rank").alias("piece"))
-    return grouped.group_by("rank", "piece").agg(
-        pl.col("start_ns").min(), pl.col("end_ns").max()).sort("rank", "start_ns").drop("piece")
+    if intervals.height == 0:
+        return intervals.select("rank", "start_ns", "end_ns")
+    marked = _pieces(_laid_end_to_end(intervals))
+    opening = marked.filter(pl.col("opens"))
+    closing = marked.filter(pl.col("closes"))
+    return pl.DataFrame({
+        "rank": opening.get_column("rank"),
+        "start_ns": opening.get_column("s") - opening.get_column("shift"),
+        "end_ns": closing.get_column("reach") - closing.get_column("shift"),
+    })
 
 
 def gpu_busy(intervals: pl.DataFrame) -> pl.DataFrame:
@@ -65,10 +93,10 @@ def gpu_busy(intervals: pl.DataFrame) -> pl.DataFrame:
     """
     if intervals.height == 0:
         return pl.DataFrame(schema=BUSY_SCHEMA)
-    pieces = merged_intervals(intervals)
-    per_rank = pieces.group_by("rank").agg(
-        (pl.col("end_ns").max() - pl.col("start_ns").min()).alias("span_ns"),
-        (pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"),
+    marked = _pieces(_laid_end_to_end(intervals))
+    per_rank = marked.group_by("rank").agg(
+        (pl.col("e").max() - pl.col("s").min()).alias("span_ns"),
+        (pl.col("reach").filter(pl.col("closes")).sum() - pl.col("s").filter(pl.col("opens")).sum()).alias("busy_ns"),
     )
     return per_rank.select(
         pl.col("rank").cast(pl.Int32), pl.col("span_ns").cast(pl.Int64), pl.col("busy_ns").cast(pl.Int64),

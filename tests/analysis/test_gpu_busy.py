@@ -66,3 +66,10 @@ def test_busy_equals_the_covered_nanoseconds(pairs: list[tuple[int, int]]) -> No
 def test_rank_dtype_is_normalised(rank_dtype: pl.DataType) -> None:
     frame = intervals([(0, 0, 5)]).with_columns(pl.col("rank").cast(rank_dtype))
     assert gpu_busy(activity_intervals(frame)).schema["rank"] == pl.Int32
+
+
+def test_ranks_never_merge_with_each_other() -> None:
+    # Rank 1's interval lies inside rank 0's in time: each rank keeps its own union.
+    rows = [(0, 0, 100), (1, 40, 60), (1, 70, 80), (0, 150, 160)]
+    assert merged_intervals(intervals(rows)).rows() == [(0, 0, 100), (0, 150, 160), (1, 40, 60), (1, 70, 80)]
+    assert gpu_busy(intervals(rows)).select("rank", "span_ns", "busy_ns").rows() == [(0, 160, 110), (1, 40, 30)]
