@@ -180,3 +180,16 @@ def test_plain_dot_elements(tmp_path: Path) -> None:
     plain = planner.dot_graph_elements(tables["dot_nodes"], tables["dot_edges"], "u.dot")
     assert "undirected" in _edges(plain)[0]["classes"]
     assert planner.DOT_GRAPH_LAYOUT["name"] == "breadthfirst"
+
+
+def test_timeline_repeats_the_op_axis_on_top_and_graph_hides_unreadable_labels(
+        tables: dict[str, pl.DataFrame]) -> None:
+    # The page shows a long timeline in a scroll box where the bottom axis starts out of view.
+    figure = planner.liveness_timeline(tables["ws_buffers"], G1, "SMEM")
+    assert figure.layout.xaxis2.side == "top" and figure.layout.xaxis2.matches == "x"
+    assert any(t.xaxis == "x2" for t in figure.data)  # plotly draws an axis only when a trace uses it
+    assert figure.layout.xaxis.title.text == "operation id"
+    from dashboard.figures.planner_graph import CHANNEL_GRAPH_STYLESHEET, MIN_LABEL_PX
+
+    labelled = [rule for rule in CHANNEL_GRAPH_STYLESHEET if "label" in rule["style"]]
+    assert labelled and all(rule["style"]["min-zoomed-font-size"] == MIN_LABEL_PX for rule in labelled)
