@@ -106,11 +106,13 @@ def _spread_traces(top: pl.DataFrame, factor: float) -> tuple[dict[str, Any], di
 
 
 def top_kernels_figure(summary: pl.DataFrame, top_n: int = 20, selected: Collection[str] = (),
-                       spread: pl.DataFrame | None = None, group: str = "name", title: str | None = None) -> go.Figure:
+                       spread: pl.DataFrame | None = None, group: str = "name", title: str | None = None,
+                       total: str = TOTAL_ONE_RANK) -> go.Figure:
     """Horizontal bars of total time for the `top_n` groups, largest on top, with share of GPU time.
 
     With `spread` (per-rank totals of a multi-rank run) a bar is the mean total
     per rank, error bars span the min..max over ranks and ticks show each rank.
+    `total` names what a bar's length is (e.g. "total time, sum over 2 ranks") without a spread.
     """
     noun = GROUP_NOUNS.get(group, group)
     if summary.height == 0:
@@ -133,7 +135,7 @@ def top_kernels_figure(summary: pl.DataFrame, top_n: int = 20, selected: Collect
         "unselected": {"marker": {"opacity": 0.3}},
     }
     data = [bars]
-    x_title = f"{TOTAL_ONE_RANK} ({unit})"
+    x_title = f"{total} ({unit})"
     default_title = f"Top {min(top_n, summary.height)} {noun}s by total GPU time"
     if spread is not None:
         bars["error_x"], ticks = _spread_traces(top, factor)

@@ -107,7 +107,8 @@ def kernel_rows(summary: pl.DataFrame, spread: pl.DataFrame | None = None) -> tu
     return frame.select(columns).to_dicts(), {"total": total_unit, "duration": duration_unit}
 
 
-def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False, ranks: int = 1) -> list[dict]:
+def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False, ranks: int = 1,
+                       total: str = TOTAL_ONE_RANK) -> list[dict]:
     """ag-grid columns; op / layer rows show how many kernels they hold instead of launch shapes.
 
     The headers carry the page's definitions (figures.kernels): with several ranks
@@ -116,7 +117,7 @@ def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False, 
     noun = {"name": "Kernel", "op": "Launching op", "layer": "Layer"}.get(group, group)
     number = {"type": "numericColumn", "filter": "agNumberColumnFilter", "valueFormatter": NUMBER_FORMAT,
               "minWidth": 120}
-    total_header = total_rank_sum(ranks) if spread else TOTAL_ONE_RANK
+    total_header = total_rank_sum(ranks) if spread else total
     # The chart's short label leads (it names what tells kernels apart); the full demangled name is a
     # column of its own and the only name the CSV carries (kernel_table's export keys).
     columns: list[dict] = [

@@ -13,14 +13,16 @@ import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, Patch, State, callback, clientside_callback, dcc, html, no_update
 
 from dashboard.analysis import run_views
+from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.layers import PASSES
 from dashboard.analysis.peaks import DTYPE_LABELS, DTYPES, device_name, peak_flops
 from dashboard.analysis.selection import format_window, parse_window
 from dashboard.analysis.units import format_flops_rate
-from dashboard.figures.kernels import top_kernels_figure
+from dashboard.figures.kernels import TOTAL_ONE_RANK, top_kernels_figure, total_rank_sum
 from dashboard.figures.layers import PASS_LABELS, highlight_shapes, layer_box_figure, layer_from_event, layer_order
 from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import (
+    busy_text,
     kernel_column_defs,
     kernel_rows,
     kernel_table,
@@ -70,6 +72,9 @@ def render(run: Run, rank: int | None, window: tuple[int, int] | None, selected:
                       "(capture with torch module hooks, or profile with with_modules=True). "),
             html.Span(peak_note(device, dtype, peak) if flops_known else
                       "FLOPs unknown for every layer: no throughput.")]
+    busy = busy_text(run_views.gpu_busy_view(run, rank, window))
+    if busy:
+        note.append(html.Span(f" {busy}.", title=f"GPU busy: {BUSY_DEFINITION}", id="layers-busy"))
     return {
         "runtime": layer_box_figure(stats, "time", view.time_outliers, selected),
         "throughput": layer_box_figure(stats, "rate", view.rate_outliers, selected, peak,
@@ -90,9 +95,12 @@ def render_detail(run: Run, rank: int | None, window: tuple[int, int] | None,
     summary, how = run_views.layer_kernel_view(run, rank, window, layer, pass_)
     rows, units = kernel_rows(summary)
     title = f"Kernels of {layer} ({PASS_LABELS.get(pass_, pass_)}): {summary.height} kernels, {how}"
-    bar = top_kernels_figure(summary, 15, title=f"Top kernels of {layer} ({PASS_LABELS.get(pass_, pass_)})")
+    ranks = len(run_views.kernel_ranks(run)) if rank is None else 1
+    total = total_rank_sum(ranks) if ranks > 1 else TOTAL_ONE_RANK  # the chart and the table say the same
+    bar = top_kernels_figure(summary, 15, title=f"Top kernels of {layer} ({PASS_LABELS.get(pass_, pass_)})",
+                             total=total)
     return {"detail_title": title, "detail_bar": bar, "detail_rows": rows,
-            "detail_columns": kernel_column_defs("name", units)}
+            "detail_columns": kernel_column_defs("name", units, total=total)}
 
 
 # The selected layer's chart and grid exist only while a layer is selected; pattern-matching ids let

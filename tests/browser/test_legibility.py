@@ -173,6 +173,15 @@ def test_layers_with_flops_keep_the_chart(wide: Page, server, console_errors) ->
     wide.goto(f"{server.url}/layers?run={run}")
     expect(wide.locator("#layers-throughput g.trace.boxes path.box").first).to_be_visible(timeout=20_000)
     expect(wide.locator("#layers-no-throughput")).to_be_hidden()
+    # A selected layer's kernels: the chart's axis and the table's column carry the same definition.
+    wide.goto(f"{server.url}/layers?run={run}&layer=blocks.0.mlp&pass=backward")
+    expect(wide.locator("#layers-kernels-bar .xtitle")).to_have_text("total time, sum over 2 ranks (ms)",
+                                                                      timeout=20_000)
+    expect(wide.locator("#layers-kernels-table .ag-header-cell-text").filter(
+        has_text="total time, sum over 2 ranks (ms)")).to_have_count(1)
+    expect(wide.locator("#layers-busy")).to_contain_text("GPU busy")
+    wide.goto(f"{server.url}/layers?run={run}&layer=blocks.0.mlp&pass=backward&rank=1")
+    expect(wide.locator("#layers-kernels-bar .xtitle")).to_have_text("total time (ms)", timeout=20_000)
     assert console_errors == []
 
 
