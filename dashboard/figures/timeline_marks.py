@@ -25,7 +25,7 @@ GREY = "#ced4da"  # kernels outside the selection
 LEVELS = 4  # busy-fraction shades per colour: up to 25, 50, 75, 100 %
 MIN_BAR_FRACTION = 1 / 1500  # thinner events are widened to this share of the window so they stay visible
 FULL_NAME_LINE = 90
-FULL_NAME_LINES = 3
+FULL_NAME_LINES = 24  # hover carries the full demangled name (issue 15); only a pathological one is cut
 # One distinct colour per copy kind (hues far apart); kinds outside the table take the spare ones.
 COPY_COLOURS = {
     "memcpy HtoD": "#5D3A9B", "memcpy DtoH": "#1B9E77", "memcpy DtoD": "#E6AB02", "memcpy HtoH": "#A6761D",
