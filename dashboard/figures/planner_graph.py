@@ -153,7 +153,7 @@ def _endpoint_classes(channels: pl.DataFrame) -> dict[str, str]:
 MIN_LABEL_PX = 8
 CHANNEL_GRAPH_STYLESHEET: list[dict[str, Any]] = [
     {"selector": "node.partition", "style": {
-        "label": "data(label)", "text-valign": "top", "text-halign": "center", "font-size": 13,
+        "label": "data(label)", "text-valign": "top", "text-halign": "center", "font-size": 24,  # named at fit zoom
         "font-weight": "bold", "background-color": "data(colour)", "background-opacity": 0.45,
         "border-color": "#0d6efd", "border-width": 1, "padding": 14, "min-zoomed-font-size": MIN_LABEL_PX}},
     {"selector": "node.op", "style": {
