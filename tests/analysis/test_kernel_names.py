@@ -57,3 +57,11 @@ def test_distinct_names_always_get_distinct_labels_without_counters(shapes: list
     assert len(set(labels.values())) == len(set(names))
     assert all(len(label) <= MAX_LABEL for label in labels.values())
     assert not any(COUNTER.search(label) for label in labels.values())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="ab<>,:() _#1", min_size=0, max_size=80), min_size=1, max_size=15))
+def test_any_names_get_distinct_labels(names: list[str]) -> None:
+    labels = kernel_labels(names)
+    assert set(labels) == set(names)
+    assert len(set(labels.values())) == len(labels)
