@@ -210,3 +210,29 @@ def test_kernels_csv_carries_full_names_not_chart_labels(wide: Page, server, tmp
             assert "aten::addmm" in table.get_column("full name").to_list()
             assert "distinct kernels" in table.columns
     assert console_errors == []
+
+
+def test_planner_liveness_op_ticks_in_view_and_graph_labels_hidden_at_fit(wide: Page, server,
+                                                                        console_errors) -> None:
+    run = demo_run(server, "demo-planner")
+    wide.goto(f"{server.url}/planner?run={run}")
+    expect(wide.locator("#planner-smem-timeline g.trace.bars").first).to_be_visible(timeout=20_000)
+    # The timeline sits in a scroll box: its op ids must be readable without scrolling it.
+    seen = wide.evaluate("""() => {
+        const plot = document.querySelector('#planner-smem-timeline');
+        const box = plot.parentElement.getBoundingClientRect();
+        return Array.from(plot.querySelectorAll('g[class$="tick"] > text'))
+            .filter(t => /^x/.test(t.parentElement.getAttribute('class')) && t.textContent.trim())
+            .filter(t => { const r = t.getBoundingClientRect(); return r.top >= box.top && r.bottom <= box.bottom; })
+            .map(t => t.textContent); }""")
+    assert len(seen) >= 3 and all(text.isdigit() for text in seen)
+    found, _ = overlaps(wide, "#planner-page")
+    assert found == []
+    # At fit zoom an op label would be drawn a few px tall: cytoscape leaves it out (min-zoomed-font-size).
+    hidden = wide.evaluate("""() => {
+        const cy = document.querySelector('#planner-graph')._cyreg.cy;
+        const op = cy.nodes('.op')[0];
+        return {zoom: cy.zoom(), font: parseFloat(op.style('font-size')),
+                min: parseFloat(op.style('min-zoomed-font-size'))}; }""")
+    assert hidden["font"] * hidden["zoom"] < hidden["min"] == 8
+    assert console_errors == []
