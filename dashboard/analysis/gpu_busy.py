@@ -85,18 +85,21 @@ def merged_intervals(intervals: pl.DataFrame) -> pl.DataFrame:
     })
 
 
-def gpu_busy(intervals: pl.DataFrame) -> pl.DataFrame:
-    """Per rank: span_ns, busy_ns, idle_ns and busy_share (busy / span; null for a zero span).
+def busy_from_pieces(pieces: pl.DataFrame, window: tuple[int, int] | None = None) -> pl.DataFrame:
+    """gpu_busy from the union pieces (merged_intervals) of a rank's activity, clipped to `window`.
 
-    `intervals` has rank, start_ns, end_ns (see activity_intervals). One row per
-    rank that has any interval, ranks ascending.
+    The union is built once per run; a window only clips its pieces: the span
+    of the clipped activity equals the span of the clipped pieces.
     """
-    if intervals.height == 0:
+    if window is not None:
+        start, end = window
+        pieces = pieces.filter(pl.col("start_ns") < end, pl.col("end_ns") > start).with_columns(
+            pl.col("start_ns").clip(lower_bound=start), pl.col("end_ns").clip(upper_bound=end))
+    if pieces.height == 0:
         return pl.DataFrame(schema=BUSY_SCHEMA)
-    marked = _pieces(_laid_end_to_end(intervals))
-    per_rank = marked.group_by("rank").agg(
-        (pl.col("e").max() - pl.col("s").min()).alias("span_ns"),
-        (pl.col("reach").filter(pl.col("closes")).sum() - pl.col("s").filter(pl.col("opens")).sum()).alias("busy_ns"),
+    per_rank = pieces.group_by("rank").agg(
+        (pl.col("end_ns").max() - pl.col("start_ns").min()).alias("span_ns"),
+        (pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"),
     )
     return per_rank.select(
         pl.col("rank").cast(pl.Int32), pl.col("span_ns").cast(pl.Int64), pl.col("busy_ns").cast(pl.Int64),
@@ -104,3 +107,12 @@ def gpu_busy(intervals: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("span_ns") > 0).then(pl.col("busy_ns") / pl.col("span_ns")).otherwise(None)
         .alias("busy_share"),
     ).sort("rank")
+
+
+def gpu_busy(intervals: pl.DataFrame) -> pl.DataFrame:
+    """Per rank: span_ns, busy_ns, idle_ns and busy_share (busy / span; null for a zero span).
+
+    `intervals` has rank, start_ns, end_ns (see activity_intervals). One row per
+    rank that has any interval, ranks ascending.
+    """
+    return busy_from_pieces(merged_intervals(intervals))

@@ -80,13 +80,19 @@ def kernel_view(run: Run, rank: int | None, window: Window, group: Group) -> Ker
     return KernelView(summary, spread, pairs, kernel_analysis.gpu_time_ns(frame), frame.height)
 
 
+@lru_cache(maxsize=8)
+def gpu_activity_pieces(run: Run) -> pl.DataFrame:
+    """The union of each rank's kernel and copy intervals (gpu_busy.merged_intervals), built once per run."""
+    return busy_analysis.merged_intervals(busy_analysis.activity_intervals(run.frame("kernels"), run.frame("memcpy")))
+
+
 @lru_cache(maxsize=64)
 def gpu_busy_view(run: Run, rank: int | None, window: Window) -> pl.DataFrame:
-    """Per rank: span, busy and idle time of the GPU (gpu_busy.gpu_busy), kernels and copies counted."""
-    kernels, copies = run.frame("kernels"), run.frame("memcpy")
+    """Per rank: span, busy and idle time of the GPU (gpu_busy), kernels and copies counted; a window clips."""
+    pieces = gpu_activity_pieces(run)
     if rank is not None:
-        kernels, copies = kernels.filter(pl.col("rank") == rank), copies.filter(pl.col("rank") == rank)
-    return busy_analysis.gpu_busy(busy_analysis.activity_intervals(kernels, copies, window=window))
+        pieces = pieces.filter(pl.col("rank") == rank)
+    return busy_analysis.busy_from_pieces(pieces, window)
 
 
 @lru_cache(maxsize=8)
@@ -146,5 +152,6 @@ def run_origin_ns(run: Run) -> int:
 def clear_caches() -> None:
     """Forget every cached view (tests and benchmarks measure cold paths with it)."""
     for function in (prepared_kernels, run_launch_shapes, kernel_layer_codes, kernel_ranks, filtered_kernels,
-                     kernel_view, gpu_busy_view, run_layer_samples, layer_view, layer_kernel_view, run_origin_ns):
+                     kernel_view, gpu_activity_pieces, gpu_busy_view, run_layer_samples, layer_view,
+                     layer_kernel_view, run_origin_ns):
         function.cache_clear()

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.analysis.gpu_busy import activity_intervals, gpu_busy, merged_intervals
+from dashboard.analysis.gpu_busy import activity_intervals, busy_from_pieces, gpu_busy, merged_intervals
 
 
 def intervals(rows: list[tuple[int, int | None, int | None]]) -> pl.DataFrame:
@@ -73,3 +73,14 @@ def test_ranks_never_merge_with_each_other() -> None:
     rows = [(0, 0, 100), (1, 40, 60), (1, 70, 80), (0, 150, 160)]
     assert merged_intervals(intervals(rows)).rows() == [(0, 0, 100), (0, 150, 160), (1, 40, 60), (1, 70, 80)]
     assert gpu_busy(intervals(rows)).select("rank", "span_ns", "busy_ns").rows() == [(0, 160, 110), (1, 40, 30)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 200), st.integers(0, 40)), min_size=1, max_size=30),
+       st.integers(0, 250), st.integers(1, 120))
+def test_clipping_the_union_equals_the_union_of_clipped_intervals(rows: list[tuple[int, int, int]], start: int,
+                                                                  width: int) -> None:
+    frame = intervals([(rank, s, s + length) for rank, s, length in rows])
+    window = (start, start + width)
+    direct = gpu_busy(activity_intervals(frame, window=window))
+    assert busy_from_pieces(merged_intervals(frame), window).equals(direct)
