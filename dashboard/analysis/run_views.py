@@ -83,7 +83,9 @@ def kernel_view(run: Run, rank: int | None, window: Window, group: Group) -> Ker
 @lru_cache(maxsize=8)
 def gpu_activity_pieces(run: Run) -> pl.DataFrame:
     """The union of each rank's kernel and copy intervals (gpu_busy.merged_intervals), built once per run."""
-    return busy_analysis.merged_intervals(busy_analysis.activity_intervals(run.frame("kernels"), run.frame("memcpy")))
+    # Three integer columns read from the files: /layers may never load the whole kernels table.
+    tables = [run.scan(table).select("rank", "start_ns", "end_ns").collect() for table in ("kernels", "memcpy")]
+    return busy_analysis.merged_intervals(busy_analysis.activity_intervals(*tables))
 
 
 @lru_cache(maxsize=64)

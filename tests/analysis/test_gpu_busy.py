@@ -84,3 +84,21 @@ def test_clipping_the_union_equals_the_union_of_clipped_intervals(rows: list[tup
     window = (start, start + width)
     direct = gpu_busy(activity_intervals(frame, window=window))
     assert busy_from_pieces(merged_intervals(frame), window).equals(direct)
+
+
+def test_run_view_counts_kernels_and_copies_per_rank_and_window(tmp_path) -> None:
+    from dashboard import schema
+    from dashboard.analysis import run_views
+    from dashboard.store import RunStore
+
+    kernels = schema.conform("kernels", pl.DataFrame({
+        "rank": [0, 0, 1], "name": ["a", "b", "a"], "start_ns": [0, 50, 10], "end_ns": [30, 100, 20]}))
+    memcpy = schema.conform("memcpy", pl.DataFrame({"rank": [0], "kind": ["HtoD"], "start_ns": [20],
+                                                     "end_ns": [40], "bytes": [None]}))
+    store = RunStore(tmp_path)
+    run = store.open(store.write("busy", {"kernels": kernels, "memcpy": memcpy}))
+    run_views.clear_caches()
+    # rank 0: [0,30) + copy [20,40) + [50,100) -> busy 90 of span 100; rank 1: busy 10 of 10.
+    assert run_views.gpu_busy_view(run, None, None).select("rank", "span_ns", "busy_ns").rows() == [
+        (0, 100, 90), (1, 10, 10)]
+    assert run_views.gpu_busy_view(run, 0, (25, 60)).select("rank", "span_ns", "busy_ns").rows() == [(0, 35, 25)]
