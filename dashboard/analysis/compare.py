@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from dashboard.analysis.kernel_names import kernel_labels
+
 ONLY_A, ONLY_B, BOTH = "only in A", "only in B", "both"
 
 
@@ -60,11 +62,13 @@ def kernel_comparison(baseline: pl.DataFrame, other: pl.DataFrame) -> pl.DataFra
                             pl.col("mean_ns").cast(pl.Float64).alias(f"mean_{suffix}_ns"))
 
     joined = side(baseline, "a").join(side(other, "b"), on="group", how="full", coalesce=True)
+    # Labels made unique per side can clash across sides (two kernels, one per side): label the union.
+    labels = kernel_labels(joined.get_column("group").to_list())
+    joined = joined.with_columns(pl.col("group").replace_strict(labels, return_dtype=pl.String).alias("label"))
     total_a, total_b = pl.col("total_a_ns"), pl.col("total_b_ns")
     delta = total_b.fill_null(0) - total_a.fill_null(0)
     return joined.with_columns(
         pl.coalesce("key", "key_right").alias("key"),
-        pl.coalesce("label", "label_right").alias("label"),
         delta.alias("delta_ns"),
         pl.when(total_a > 0).then(total_b.fill_null(0) / total_a).alias("ratio"),
         pl.when(total_a.is_null()).then(pl.lit(ONLY_B))

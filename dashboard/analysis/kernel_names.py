@@ -138,32 +138,122 @@ def _middle(texts: list[str], limit: int = MAX_LABEL) -> list[str]:
     return labels
 
 
+def _split_arguments(text: str) -> list[str]:
+    """Top-level comma-separated arguments of a template argument list."""
+    arguments, depth, current = [], 0, []
+    for char in text:
+        if char in "<([":
+            depth += 1
+        elif char in ">)]":
+            depth -= 1
+        if char == "," and depth == 0:
+            arguments.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    arguments.append("".join(current).strip())
+    return arguments
+
+
+_QUALIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*::|\(anonymous namespace\)::")
+
+
+def template_arguments(name: str) -> list[str]:
+    """The kernel function's own template arguments, namespaces dropped: `['float', '128', 'false']`."""
+    text = name.strip()
+    if text.startswith("void "):
+        text = text[5:]
+    text = _strip_parameters(text).rstrip()
+    if not text.endswith(">"):
+        return []
+    depth = 0
+    for position in range(len(text) - 1, -1, -1):
+        if text[position] == ">":
+            depth += 1
+        elif text[position] == "<":
+            depth -= 1
+            if depth == 0:
+                inner = text[position + 1:-1]
+                return [_QUALIFIER.sub("", argument) for argument in _split_arguments(inner)]
+    return []
+
+
+def _differing_arguments(group: list[str]) -> dict[str, str] | None:
+    """Labels `base‹args›` for names sharing a base: all arguments when short, else the differing ones
+    with each run of common arguments elided as `…`. None when argument lists do not line up."""
+    argument_lists = [template_arguments(name) for name in group]
+    count = len(argument_lists[0])
+    if count == 0 or any(len(arguments) != count for arguments in argument_lists):
+        return None
+    differs = [len({arguments[i] for arguments in argument_lists}) > 1 for i in range(count)]
+    if not any(differs):
+        return None
+    labels = {}
+    for name, arguments in zip(group, argument_lists, strict=True):
+        base = split_kernel_name(name)[0]
+        whole = f"{base}‹{', '.join(arguments)}›"
+        if len(whole) <= MAX_LABEL:
+            labels[name] = whole
+            continue
+        parts: list[str] = []
+        for argument, differing in zip(arguments, differs, strict=True):
+            if differing:
+                parts.append(_clip(argument, 24))
+            elif not parts or parts[-1] != "…":
+                parts.append("…")
+        labels[name] = f"{base}‹{', '.join(parts)}›"
+    return labels
+
+
+def _clashes(labels: dict[str, str]) -> list[list[str]]:
+    groups: dict[str, list[str]] = defaultdict(list)
+    for name, label in labels.items():
+        groups[label].append(name)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def _resolve(group: list[str], labels: dict[str, str]) -> None:
+    """Give the names of one clashing group labels that show what tells them apart."""
+    splits = [split_kernel_name(n) for n in group]
+    bases = [b for b, _ in splits]
+    if len(set(bases)) == len(bases):  # names differ outside template arguments
+        labels.update(zip(group, _middle(bases), strict=True))
+        return
+    by_base: dict[str, list[str]] = defaultdict(list)
+    for name, base in zip(group, bases, strict=True):
+        by_base[base].append(name)
+    for base, names in by_base.items():
+        if len(names) == 1:
+            labels[names[0]] = _clip(base)
+            continue
+        arguments = _differing_arguments(names)
+        if arguments is not None:
+            labels.update(arguments)
+            continue
+        hint_sets = [split_kernel_name(n)[1] for n in names]
+        shared = set.intersection(*(set(h) for h in hint_sets))
+        for name, hints in zip(names, hint_sets, strict=True):
+            own = [h for h in hints if h not in shared][:3]
+            labels[name] = _clip(f"{base}‹{', '.join(own or hints[:3])}›")
+
+
 def kernel_labels(names: Iterable[str]) -> dict[str, str]:
-    """A unique short label for each distinct name."""
+    """A unique short label for each distinct name, never a counter: what tells names apart is shown.
+
+    Clashing short labels are widened in steps: the differing template arguments
+    (common ones elided), then the differing middle of the full names, longer and
+    longer, and at last the full name itself (distinct names always differ).
+    """
     distinct = list(dict.fromkeys(n for n in names if n is not None))
     labels = {name: short_kernel_name(name) for name in distinct}
-    for _ in range(2):  # widen hints, then show the differing middle
-        clashes: dict[str, list[str]] = defaultdict(list)
-        for name, label in labels.items():
-            clashes[label].append(name)
-        for group in clashes.values():
-            if len(group) < 2:
-                continue
-            splits = [split_kernel_name(n) for n in group]
-            bases = [b for b, _ in splits]
-            if len(set(bases)) == len(bases):  # names differ outside template arguments
-                for name, text in zip(group, _middle(bases), strict=True):
-                    labels[name] = text
-                continue
-            hint_sets = [h for _, h in splits]
-            shared = set.intersection(*(set(h) for h in hint_sets))
-            for name, (base, hints) in zip(group, splits, strict=True):
-                own = [h for h in hints if h not in shared][:3]
-                labels[name] = _clip(f"{base}‹{', '.join(own or hints[:3])}›")
-    # Whatever still clashes gets a counter, so chart categories stay distinct.
-    seen: dict[str, int] = defaultdict(int)
-    unique: dict[str, str] = {}
-    for name, label in labels.items():
-        seen[label] += 1
-        unique[name] = label if seen[label] == 1 else f"{label} #{seen[label]}"
-    return unique
+    for group in _clashes(labels):
+        _resolve(group, labels)
+    limit = MAX_LABEL
+    while clashes := _clashes(labels):
+        for group in clashes:
+            if limit >= max(len(n) for n in group):
+                labels.update((name, name) for name in group)
+            else:
+                labels.update(zip(group, _middle([n.strip() for n in group], limit), strict=True))
+        limit *= 2
+    return labels

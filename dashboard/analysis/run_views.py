@@ -14,6 +14,7 @@ from functools import lru_cache
 
 import polars as pl
 
+from dashboard.analysis import gpu_busy as busy_analysis
 from dashboard.analysis import kernels as kernel_analysis
 from dashboard.analysis import layers as layer_analysis
 from dashboard.analysis.kernels import Group, Window
@@ -80,6 +81,23 @@ def kernel_view(run: Run, rank: int | None, window: Window, group: Group) -> Ker
 
 
 @lru_cache(maxsize=8)
+def gpu_activity_pieces(run: Run) -> pl.DataFrame:
+    """The union of each rank's kernel and copy intervals (gpu_busy.merged_intervals), built once per run."""
+    # Three integer columns read from the files: /layers may never load the whole kernels table.
+    tables = [run.scan(table).select("rank", "start_ns", "end_ns").collect() for table in ("kernels", "memcpy")]
+    return busy_analysis.merged_intervals(busy_analysis.activity_intervals(*tables))
+
+
+@lru_cache(maxsize=64)
+def gpu_busy_view(run: Run, rank: int | None, window: Window) -> pl.DataFrame:
+    """Per rank: span, busy and idle time of the GPU (gpu_busy), kernels and copies counted; a window clips."""
+    pieces = gpu_activity_pieces(run)
+    if rank is not None:
+        pieces = pieces.filter(pl.col("rank") == rank)
+    return busy_analysis.busy_from_pieces(pieces, window)
+
+
+@lru_cache(maxsize=8)
 def run_layer_samples(run: Run) -> layer_analysis.LayerSamples:
     # Only module ranges are read (pushed down into the parquet scan); an absent
     # table scans as an empty frame with its schema.
@@ -136,5 +154,6 @@ def run_origin_ns(run: Run) -> int:
 def clear_caches() -> None:
     """Forget every cached view (tests and benchmarks measure cold paths with it)."""
     for function in (prepared_kernels, run_launch_shapes, kernel_layer_codes, kernel_ranks, filtered_kernels,
-                     kernel_view, run_layer_samples, layer_view, layer_kernel_view, run_origin_ns):
+                     kernel_view, gpu_activity_pieces, gpu_busy_view, run_layer_samples, layer_view,
+                     layer_kernel_view, run_origin_ns):
         function.cache_clear()

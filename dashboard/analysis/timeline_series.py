@@ -19,23 +19,32 @@ MAX_STACK_TRACKS = 4
 
 
 def copy_series(copies: pl.DataFrame, edges: np.ndarray) -> pl.DataFrame:
-    """Per copy kind and bucket: average bandwidth (bytes/s) and average bytes in flight.
+    """Per copy kind and bucket: average bandwidth (bytes/s), average bytes in flight, and where
+    copies without a byte count ran.
 
     `copies` has kind, start_ns, end_ns, bytes. A copy's bytes are spread
     evenly over its duration (a zero-length copy counts as 1 ns), so a
     bucket's bandwidth is the bytes moved inside it divided by its width, and
     bytes in flight is the time-average of the bytes of copies in progress.
+    A copy whose bytes are null or 0 (AMD traces record none) moves no known
+    bytes: `unknown_ns` is the time such copies spend in the bucket and
+    `unknown_copies` how many of them overlap the window (per kind), so a
+    chart can say "bytes unknown" instead of drawing 0 B/s.
     """
     width = np.diff(edges).astype(np.float64)
     parts = []
     for (name,), group in copies.with_columns(copy_name(pl.col("kind")).alias("series")).partition_by(
             "series", as_dict=True, maintain_order=True).items():
         starts = group.get_column("start_ns").to_numpy()
-        ends = group.get_column("end_ns").to_numpy()
-        size = group.get_column("bytes").fill_null(0).to_numpy().astype(np.float64)
-        duration = np.maximum(ends - starts, 1).astype(np.float64)
-        moved = weighted_coverage(starts, np.maximum(ends, starts + 1), size / duration, edges)
-        in_flight = weighted_coverage(starts, np.maximum(ends, starts + 1), size, edges)
+        ends = np.maximum(group.get_column("end_ns").to_numpy(), starts + 1)
+        raw = group.get_column("bytes").fill_null(0).to_numpy().astype(np.float64)
+        known = raw > 0
+        size = np.where(known, raw, 0.0)
+        duration = (ends - starts).astype(np.float64)
+        moved = weighted_coverage(starts, ends, size / duration, edges)
+        in_flight = weighted_coverage(starts, ends, size, edges)
+        unknown = weighted_coverage(starts, ends, (~known).astype(np.float64), edges)
+        in_window = (starts < edges[-1]) & (ends > edges[0])
         parts.append(pl.DataFrame({
             "series": name,
             "bucket": np.arange(len(width), dtype=np.int32),
@@ -43,10 +52,13 @@ def copy_series(copies: pl.DataFrame, edges: np.ndarray) -> pl.DataFrame:
             "end_ns": edges[1:],
             "bandwidth": moved / width * NS_PER_S,
             "in_flight": in_flight / width,
-        }, schema_overrides={"series": pl.String}))
+            "unknown_ns": unknown,
+            "unknown_copies": int((~known & in_window).sum()),
+        }, schema_overrides={"series": pl.String, "unknown_copies": pl.Int64}))
     if not parts:
         return pl.DataFrame(schema={"series": pl.String, "bucket": pl.Int32, "start_ns": pl.Int64,
-                                    "end_ns": pl.Int64, "bandwidth": pl.Float64, "in_flight": pl.Float64})
+                                    "end_ns": pl.Int64, "bandwidth": pl.Float64, "in_flight": pl.Float64,
+                                    "unknown_ns": pl.Float64, "unknown_copies": pl.Int64})
     return pl.concat(parts)
 
 

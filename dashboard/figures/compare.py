@@ -14,7 +14,16 @@ import polars as pl
 
 from dashboard.analysis.compare import BOTH, ONLY_A, ONLY_B
 from dashboard.analysis.units import format_ns, time_unit_for
-from dashboard.figures.kernels import colour_for, fast_figure, figure_height, selected_points, wrap_name
+from dashboard.figures.kernels import (
+    SCATTER_HEIGHT_PX,
+    SCATTER_WIDTH_PX,
+    fast_figure,
+    figure_height,
+    kernel_colours,
+    selected_points,
+    wrap_name,
+)
+from dashboard.figures.log_axis import log_axis
 from dashboard.figures.theme import empty_figure
 
 SLOWER, FASTER = "#c92a2a", "#2b8a3e"  # B spends more / less time than A
@@ -52,26 +61,41 @@ def delta_figure(comparison: pl.DataFrame, top_n: int, selected: Collection[str]
         selected_points(keys, selected), "B − A total time",
         f"Top {moved.height} kernels by change in total time (B − A)<br>"
         f"<sup><span style='color:{SLOWER}'>■</span> more time in B · "
-        f"<span style='color:{FASTER}'>■</span> less time in B · label: B / A</sup>",
+        f"<span style='color:{FASTER}'>■</span> less time in B · right: B / A</sup>",
     )
+
+
+RATIO_COLUMN_PX = 84  # the right margin holding the B / A column
+
+
+def _ratio_column(labels: list[str], texts: list[str]) -> list[dict[str, Any]]:
+    """B / A as a column right of the plot, one annotation per bar row: a label at a bar's end would
+    run into the kernel names whenever a bar reaches the axis (every 'faster' bar does)."""
+    column = [{"text": text, "xref": "paper", "x": 1.0, "xanchor": "left", "xshift": 8, "yref": "y", "y": label,
+               "showarrow": False, "font": {"size": 12, "color": "#495057"}, "name": "ratio"}
+              for label, text in zip(labels, texts, strict=True)]
+    column.append({"text": "<b>B / A</b>", "xref": "paper", "x": 1.0, "xanchor": "left", "xshift": 8,
+                   "yref": "paper", "y": 1.0, "yanchor": "bottom", "showarrow": False, "name": "ratio-header"})
+    return column
 
 
 def _change_bars(deltas: list[float], labels: list[str], rows: pl.DataFrame, customdata: list[Any],
                  hovertext: list[str], selected: list[int] | None, what: str, title: str) -> go.Figure:
-    """Horizontal bars of a change per row (ns), red where B takes longer, labelled with B / A."""
+    """Horizontal bars of a change per row (ns), red where B takes longer, with a B / A column."""
     factor, unit = time_unit_for(max((abs(d) for d in deltas), default=0.0))
+    ratios = [_ratio_text(r, p) for r, p in rows.select("ratio", "presence").rows()]
     bars: dict[str, Any] = {
         "type": "bar", "orientation": "h", "showlegend": False, "name": what,
         "x": [d / factor for d in deltas], "y": labels,
         "marker": {"color": [SLOWER if d > 0 else FASTER for d in deltas]},
-        "text": [_ratio_text(r, p) for r, p in rows.select("ratio", "presence").rows()],
-        "textposition": "outside", "cliponaxis": False,
+        "text": ratios, "textposition": "none",
         "customdata": customdata, "hovertext": hovertext, "hovertemplate": "%{hovertext}<extra></extra>",
         "selectedpoints": selected, "unselected": {"marker": {"opacity": 0.3}},
     }
     return fast_figure([bars], {
         "title": {"text": title}, "height": figure_height(len(labels)),
-        "margin": {"l": 10, "r": 70, "t": 70, "b": 48}, "clickmode": "event", "dragmode": False, "bargap": 0.25,
+        "margin": {"l": 10, "r": RATIO_COLUMN_PX, "t": 70, "b": 48}, "clickmode": "event", "dragmode": False,
+        "bargap": 0.25, "annotations": _ratio_column(labels, ratios),
         "xaxis": {"title": {"text": f"{what} ({unit})"}, "zeroline": True, "zerolinewidth": 2},
         "yaxis": {"autorange": "reversed", "automargin": True, "categoryorder": "array", "categoryarray": labels},
     })
@@ -90,7 +114,7 @@ def totals_scatter(comparison: pl.DataFrame, selected: Collection[str], a: str, 
         "type": "scatter", "mode": "markers", "name": "kernels", "showlegend": False,
         "x": [v / factor for v in both.get_column("total_a_ns").to_list()],
         "y": [v / factor for v in both.get_column("total_b_ns").to_list()],
-        "marker": {"size": 11, "color": [colour_for(g) for g in both.get_column("group").to_list()],
+        "marker": {"size": 11, "color": kernel_colours(both, both),
                    "line": {"width": 0.5, "color": "white"}},
         "customdata": keys, "hovertext": _hover(both, a, b), "hovertemplate": "%{hovertext}<extra></extra>",
         "selectedpoints": selected_points(keys, selected),
@@ -102,8 +126,10 @@ def totals_scatter(comparison: pl.DataFrame, selected: Collection[str], a: str, 
     return fast_figure([diagonal, points], {
         "title": {"text": "Total time per kernel, A against B<br><sup>above the dashed line: more time in B</sup>"},
         "height": 440, "dragmode": "select", "clickmode": "event+select",
-        "xaxis": {"type": "log", "title": {"text": f"A: {a} ({unit})"}},
-        "yaxis": {"type": "log", "title": {"text": f"B: {b} ({unit})"}},
+        # The sides are named above the charts: long run names here ran over the title.
+        "xaxis": {**log_axis(span[0], span[1], unit, SCATTER_WIDTH_PX), "title": {"text": f"A: total time ({unit})"}},
+        "yaxis": {**log_axis(span[0], span[1], unit, SCATTER_HEIGHT_PX, horizontal=False),
+                  "title": {"text": f"B: total time ({unit})"}},
     })
 
 
@@ -130,7 +156,7 @@ def layer_delta_figure(layers: pl.DataFrame, selected: tuple[str, str] | None, a
         deltas, [f"{layer} · {pass_}" for layer, pass_ in pairs], layers, [list(pair) for pair in pairs],
         _layer_hover(layers, a, b), chosen, "median B − A",
         "Median runtime per layer and pass, B − A (model order)<br>"
-        "<sup>label: B / A · a layer found on one side only has no bar</sup>",
+        "<sup>right: B / A · a layer found on one side only has no bar</sup>",
     )
 
 

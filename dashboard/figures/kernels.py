@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from functools import lru_cache
 from typing import Any
 
 import plotly.graph_objects as go
@@ -22,15 +21,23 @@ import plotly.io as pio
 import polars as pl
 
 from dashboard.analysis.units import format_ns, time_unit_for
-from dashboard.figures.theme import TEMPLATE, empty_figure
-from dashboard.figures.theme import colour_for as _colour_for
+from dashboard.figures.log_axis import log_axis
+from dashboard.figures.theme import TEMPLATE, distinct_colours, empty_figure
 
 GROUP_NOUNS = {"name": "kernel", "op": "launching op", "layer": "layer"}
+# The page's definitions of "total", written the same in the bar axis and the table headers.
+TOTAL_ONE_RANK = "total time"
+TOTAL_RANK_MEAN = "total time, mean per rank"
+SHARE_DEFINITION = "share of kernel time in this selection"
+
+
+def total_rank_sum(ranks: int) -> str:
+    return f"total time, sum over {ranks} ranks"
 BAR_HEIGHT = 24
+# Plot area of the scatter at 1440 px (5 of 12 grid columns, 420 px tall), for fitting log-axis labels.
+SCATTER_WIDTH_PX, SCATTER_HEIGHT_PX = 440, 300
 _HOVER_WRAP = 90
 _TEMPLATE_JSON = pio.templates[TEMPLATE].to_plotly_json()
-# theme.colour_for hashes the whole name in Python; names repeat across every redraw.
-colour_for = lru_cache(maxsize=16384)(_colour_for)
 
 
 def fast_figure(data: list[dict[str, Any]], layout: dict[str, Any]) -> go.Figure:
@@ -44,12 +51,25 @@ def wrap_name(name: str, width: int = _HOVER_WRAP) -> str:
 
 
 def _hover_rows(summary: pl.DataFrame) -> list[str]:
+    """Full name, then the numbers with their definitions (sum and mean per rank when both exist)."""
+    per_rank = "rank_mean_ns" in summary.columns
+    means = summary.get_column("rank_mean_ns").to_list() if per_rank else [None] * summary.height
     rows = summary.select("group", "total_ns", "share", "count", "mean_ns", "median_ns", "p95_ns").rows()
-    return [
-        f"<b>{wrap_name(group)}</b><br>total {format_ns(total)} ({share:.1%} of GPU time)<br>"
-        f"{count:,} launches · mean {format_ns(mean)} · median {format_ns(median)} · p95 {format_ns(p95)}"
-        for group, total, share, count, mean, median, p95 in rows
-    ]
+    hovers = []
+    for (group, total, share, count, mean, median, p95), rank_mean in zip(rows, means, strict=True):
+        total_text = (f"total {format_ns(total)}" if rank_mean is None else
+                      f"total {format_ns(total)} summed over ranks · {format_ns(rank_mean)} mean per rank")
+        hovers.append(f"<b>{wrap_name(group)}</b><br>{total_text} ({share:.1%} of kernel time)<br>"
+                      f"{count:,} launches · per launch: mean {format_ns(mean)} · median {format_ns(median)} · "
+                      f"p95 {format_ns(p95)}")
+    return hovers
+
+
+def kernel_colours(summary: pl.DataFrame, shown: pl.DataFrame) -> list[str]:
+    """Colours of `shown`'s rows, one per distinct group, assigned over the whole `summary` in its order
+    (so the bar chart and the scatter of one page agree)."""
+    colours = distinct_colours(summary.get_column("group").to_list())
+    return [colours[group] for group in shown.get_column("group").to_list()]
 
 
 def selected_points(keys: list[str], selected: Collection[str]) -> list[int] | None:
@@ -86,11 +106,13 @@ def _spread_traces(top: pl.DataFrame, factor: float) -> tuple[dict[str, Any], di
 
 
 def top_kernels_figure(summary: pl.DataFrame, top_n: int = 20, selected: Collection[str] = (),
-                       spread: pl.DataFrame | None = None, group: str = "name", title: str | None = None) -> go.Figure:
+                       spread: pl.DataFrame | None = None, group: str = "name", title: str | None = None,
+                       total: str = TOTAL_ONE_RANK) -> go.Figure:
     """Horizontal bars of total time for the `top_n` groups, largest on top, with share of GPU time.
 
     With `spread` (per-rank totals of a multi-rank run) a bar is the mean total
     per rank, error bars span the min..max over ranks and ticks show each rank.
+    `total` names what a bar's length is (e.g. "total time, sum over 2 ranks") without a spread.
     """
     noun = GROUP_NOUNS.get(group, group)
     if summary.height == 0:
@@ -106,20 +128,23 @@ def top_kernels_figure(summary: pl.DataFrame, top_n: int = 20, selected: Collect
     bars: dict[str, Any] = {
         "type": "bar", "orientation": "h", "name": "total", "showlegend": False,
         "x": [v / factor for v in values], "y": labels,
-        "marker": {"color": [colour_for(g) for g in top.get_column("group").to_list()]},
+        "marker": {"color": kernel_colours(summary, top)},
         "text": [f"{s:.1%}" for s in top.get_column("share").to_list()], "textposition": "outside",
         "cliponaxis": False, "customdata": keys, "hovertext": _hover_rows(top),
         "hovertemplate": "%{hovertext}<extra></extra>", "selectedpoints": selected_points(keys, selected),
         "unselected": {"marker": {"opacity": 0.3}},
     }
     data = [bars]
-    x_title = f"total time ({unit})"
+    x_title = f"{total} ({unit})"
     default_title = f"Top {min(top_n, summary.height)} {noun}s by total GPU time"
     if spread is not None:
         bars["error_x"], ticks = _spread_traces(top, factor)
         data.append(ticks)
-        x_title = f"total time per rank ({unit})"
-        default_title += "<br><sup>bar = mean over ranks · whiskers = min–max · ticks = each rank</sup>"
+        x_title = f"{TOTAL_RANK_MEAN} ({unit})"
+        default_title += ("<br><sup>bar = mean over ranks · whiskers = min–max · ticks = each rank · "
+                          "label = share of kernel time</sup>")
+    else:
+        default_title += "<br><sup>label = share of kernel time</sup>"
     return fast_figure(data, {
         "title": {"text": title or default_title}, "height": figure_height(top.height),
         "margin": {"l": 10, "r": 50, "t": 64, "b": 48}, "clickmode": "event", "dragmode": False, "bargap": 0.25,
@@ -137,12 +162,15 @@ def duration_scatter_figure(summary: pl.DataFrame, selected: Collection[str] = (
     totals = summary.get_column("total_ns").to_list()
     biggest = max(totals) or 1
     factor, unit = time_unit_for(summary.get_column("mean_ns").max())
+    counts = summary.get_column("count").to_list()
+    means = [m / factor for m in summary.get_column("mean_ns").to_list()]
+    positive = [m for m in means if m > 0] or [1.0]
+    means = [max(m, min(positive)) for m in means]  # a 0 ns mean has no place on a log axis: the floor
     points = {
         "type": "scatter", "mode": "markers", "name": noun, "showlegend": False,
-        "x": summary.get_column("count").to_list(),
-        "y": [m / factor for m in summary.get_column("mean_ns").to_list()],
+        "x": counts, "y": means,
         "marker": {"size": [6 + 30 * math.sqrt(max(t, 0) / biggest) for t in totals],
-                   "color": [colour_for(g) for g in summary.get_column("group").to_list()],
+                   "color": kernel_colours(summary, summary),
                    "line": {"width": 0.5, "color": "white"}, "opacity": 0.85},
         "customdata": keys, "text": summary.get_column("label").to_list(),
         "hovertext": _hover_rows(summary), "hovertemplate": "%{hovertext}<extra></extra>",
@@ -152,8 +180,10 @@ def duration_scatter_figure(summary: pl.DataFrame, selected: Collection[str] = (
     return fast_figure([points], {
         "title": {"text": f"Mean duration vs launches per {noun} (area = total time)"},
         "dragmode": "select", "clickmode": "event+select", "height": 420,
-        "xaxis": {"type": "log", "title": {"text": "launches (count)"}},
-        "yaxis": {"type": "log", "title": {"text": f"mean duration ({unit})"}},
+        "xaxis": {**log_axis(min(counts), max(counts), length_px=SCATTER_WIDTH_PX, si=True),
+                  "title": {"text": "launches (count)"}},
+        "yaxis": {**log_axis(min(means), max(means), unit, SCATTER_HEIGHT_PX, horizontal=False),
+                  "title": {"text": f"mean duration ({unit})"}},
     })
 
 

@@ -74,6 +74,9 @@ def _box_traces(known: pl.DataFrame, outliers: pl.DataFrame | None, prefix: str,
     return traces
 
 
+NO_FLOPS_MESSAGE = "FLOPs unknown for every layer in this selection: throughput cannot be computed"
+
+
 def layer_box_figure(stats: pl.DataFrame, metric: str = "time", outliers: pl.DataFrame | None = None,
                      selected: tuple[str, str] | None = None, peak: float | None = None,
                      peak_label: str = "") -> go.Figure:
@@ -88,7 +91,9 @@ def layer_box_figure(stats: pl.DataFrame, metric: str = "time", outliers: pl.Dat
     if metric == "rate":
         known = stats.filter(pl.col("rate_n") > 0)
         if known.height == 0:
-            return empty_figure("FLOPs unknown for every layer in this run: throughput cannot be computed")
+            figure = empty_figure(NO_FLOPS_MESSAGE)
+            figure.update_layout(meta={"no_flops": True}, height=140)  # the page shows a message instead
+            return figure
         top = max(known.get_column("rate_high").max(), known.get_column("rate_max").max() or 0)
         factor, unit = rate_unit_for(max(top, peak or 0))
         y_title, title = f"throughput ({unit})", "Throughput per layer occurrence (FLOPs / duration)"

@@ -140,11 +140,19 @@ def liveness_timeline(
         title=title or f"{memory} buffer liveness — {group}",
         barmode="overlay",
         bargap=0.1,
-        height=max(260, 28 * len(rows) + 120),
-        margin={"l": 140},
         clickmode="event+select",
     )
-    figure.update_xaxes(title_text="operation id")
+    # The page shows a long timeline in a scroll box, where the bottom axis starts out of view: the same
+    # axis is repeated on top (plotly draws an axis only when a trace uses it, hence the empty trace).
+    figure.add_trace(go.Scatter(x=[], y=[], xaxis="x2", showlegend=False, hoverinfo="skip", name="op axis"))
+    height = max(260, 28 * len(rows) + 150)
+    plot_px = height - 90 - 48
+    figure.update_layout(
+        xaxis2={"matches": "x", "overlaying": "x", "side": "top", "ticks": "outside", "showgrid": False},
+        height=height, margin={"l": 140, "t": 90, "b": 48},
+        # Above the top axis's labels, right-aligned, clear of the title.
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1 + 30 / plot_px, "yanchor": "bottom"})
+    figure.update_xaxes(title_text="operation id", selector={"side": None})
     figure.update_yaxes(autorange="reversed", type="category", categoryorder="array", categoryarray=labels)
     return figure
 

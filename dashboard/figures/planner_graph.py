@@ -148,22 +148,27 @@ def _endpoint_classes(channels: pl.DataFrame) -> dict[str, str]:
     return classes
 
 
+# Labels drawn smaller than this on screen (px) are not drawn at all: at fit zoom a 9 px label shrinks to
+# an unreadable smear; zooming in brings it back, and a tap names the op in the selection panel.
+MIN_LABEL_PX = 8
 CHANNEL_GRAPH_STYLESHEET: list[dict[str, Any]] = [
     {"selector": "node.partition", "style": {
-        "label": "data(label)", "text-valign": "top", "text-halign": "center", "font-size": 13,
+        "label": "data(label)", "text-valign": "top", "text-halign": "center", "font-size": 24,  # named at fit zoom
         "font-weight": "bold", "background-color": "data(colour)", "background-opacity": 0.45,
-        "border-color": "#0d6efd", "border-width": 1, "padding": 14}},
+        "border-color": "#0d6efd", "border-width": 1, "padding": 14, "min-zoomed-font-size": MIN_LABEL_PX}},
     {"selector": "node.op", "style": {
         "label": "data(label)", "shape": "round-rectangle", "width": 210, "height": 40,
         "text-wrap": "wrap", "text-max-width": 200, "text-valign": "center", "font-size": 9,
-        "background-color": "#ffffff", "border-width": 2, "border-color": "#212529"}},
+        "background-color": "#ffffff", "border-width": 2, "border-color": "#212529",
+        "min-zoomed-font-size": MIN_LABEL_PX}},
     {"selector": "node.smem-endpoint", "style": {"border-color": MEMORY_COLOURS["SMEM"]}},
     {"selector": "node.tmem-endpoint", "style": {"border-color": MEMORY_COLOURS["TMEM"]}},
     {"selector": "node.replica", "style": {"border-style": "dashed"}},
     {"selector": "edge", "style": {
         "label": "data(label)", "font-size": 8, "curve-style": "bezier", "target-arrow-shape": "triangle",
         "arrow-scale": 0.8, "width": 1.5, "line-color": "#6c757d", "target-arrow-color": "#6c757d",
-        "text-background-color": "#ffffff", "text-background-opacity": 0.8, "text-rotation": "autorotate"}},
+        "text-background-color": "#ffffff", "text-background-opacity": 0.8, "text-rotation": "autorotate",
+        "min-zoomed-font-size": MIN_LABEL_PX}},
     {"selector": "edge.smem", "style": {"line-color": MEMORY_COLOURS["SMEM"],
                                         "target-arrow-color": MEMORY_COLOURS["SMEM"]}},
     {"selector": "edge.tmem", "style": {"line-color": MEMORY_COLOURS["TMEM"],

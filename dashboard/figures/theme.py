@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import colorsys
+from collections.abc import Iterable
+from functools import lru_cache
+
 import plotly.graph_objects as go
 import plotly.io as pio
 
@@ -43,6 +47,7 @@ pio.templates[TEMPLATE_NAME] = _build()
 TEMPLATE = TEMPLATE_NAME
 
 
+@lru_cache(maxsize=16384)  # walks every byte of a (long) kernel name; names repeat across every redraw
 def colour_for(key: str) -> str:
     """A stable colour for a name, the same in every chart and every process."""
     # A fixed string hash (not Python's salted hash) keeps colours stable across workers.
@@ -50,6 +55,50 @@ def colour_for(key: str) -> str:
     for char in key.encode("utf-8"):
         value = (value * 131 + char) % 1_000_000_007
     return PALETTE[value % len(PALETTE)]
+
+
+_GOLDEN_TURN = 0.381966  # hue step that keeps generated hues far apart however many are drawn
+
+
+@lru_cache(maxsize=1)
+def _extra_colours() -> tuple[str, ...]:
+    """Colours past the palette: hues a golden-angle turn apart, three lightness levels, none repeated."""
+    seen, extra = set(PALETTE), []
+    for number in range(600):
+        hue = (0.07 + number * _GOLDEN_TURN) % 1.0
+        lightness = (0.38, 0.52, 0.66)[number % 3]
+        red, green, blue = colorsys.hls_to_rgb(hue, lightness, 0.62)
+        colour = f"#{round(red * 255):02X}{round(green * 255):02X}{round(blue * 255):02X}"
+        if colour not in seen:
+            seen.add(colour)
+            extra.append(colour)
+    return tuple(extra)
+
+
+def distinct_colours(keys: Iterable[str]) -> dict[str, str]:
+    """One colour per distinct key within a chart, in the given order (most important first).
+
+    A key keeps its stable colour (colour_for) when no earlier key took it, so a
+    kernel mostly looks the same across charts; otherwise it gets the first free
+    palette colour, then generated ones. Past ~600 keys colours repeat (no eye tells them apart anyway).
+    """
+    return dict(_distinct_colours(tuple(keys)))
+
+
+@lru_cache(maxsize=64)  # a page's bar chart and scatter ask for the same keys; a selection redraws both
+def _distinct_colours(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    colours: dict[str, str] = {}
+    taken: set[str] = set()
+    spare = iter((*PALETTE, *_extra_colours()))
+    for key in keys:
+        if key in colours:
+            continue
+        colour = colour_for(key)
+        if colour in taken:
+            colour = next((c for c in spare if c not in taken), colour)
+        taken.add(colour)
+        colours[key] = colour
+    return tuple(colours.items())
 
 
 def empty_figure(message: str) -> go.Figure:

@@ -21,13 +21,13 @@ from dashboard.analysis.timeline import OVERLAY_GROUP, TimelineView
 from dashboard.analysis.units import bytes_unit_for, format_ns, window_span_text
 from dashboard.figures.theme import TEMPLATE, empty_figure
 from dashboard.figures.timeline_marks import (
-    COPY_COLOURS,
     LANE_LEGEND,
     STACK_COLOUR,
     TimeAxis,
     Trace,
     bar_trace,
     colour_table,
+    copy_colour,
     escape_html,
     exact_bars,
     groups,
@@ -49,24 +49,47 @@ def _step_line(starts: np.ndarray, values: np.ndarray, view: TimelineView, axis:
     return {"x": axis(np.append(starts, view.end_ns).astype(np.float64)), "y": np.append(values, values[-1])}
 
 
-def _copy_traces(view: TimelineView, axis: TimeAxis) -> tuple[list[Trace], list[Trace], str, str]:
-    """Bandwidth and bytes-in-flight step lines per copy kind, with their axis units."""
+def _copy_traces(view: TimelineView, axis: TimeAxis) -> tuple[list[Trace], list[Trace], str, str, str]:
+    """Bandwidth and bytes-in-flight step lines per copy kind, their axis units, and a note on
+    copies without a byte count.
+
+    Where copies without a byte count ran, the lines break (their rate is not
+    known, it is not 0 B/s) and a dotted "bytes unknown" mark runs along the
+    panel's floor instead, named in the legend.
+    """
     copies = view.copies
     rate_divisor, rate_unit = bytes_unit_for(float(copies.get_column("bandwidth").max() or 0))  # type: ignore[arg-type]
     size_divisor, size_unit = bytes_unit_for(float(copies.get_column("in_flight").max() or 0))  # type: ignore[arg-type]
-    bandwidth, in_flight = [], []
+    bandwidth, in_flight, unknown_kinds = [], [], []
     for (series,), group in groups(copies, "series"):
         starts = group.get_column("start_ns").to_numpy()
-        colour = COPY_COLOURS.get(series, COPY_COLOURS["memcpy"])
+        colour = copy_colour(series)
+        unknown = group.get_column("unknown_ns").to_numpy() > 0
+        unknown_copies = int(group.get_column("unknown_copies").max() or 0)  # type: ignore[arg-type]
+        all_unknown = bool(unknown_copies) and not group.get_column("in_flight").to_numpy().any()
         common = {"mode": "lines", "line": {"shape": "hv", "color": colour, "width": 1.5}, "name": series,
                   "legendgroup": series}
-        rate = group.get_column("bandwidth").to_numpy() / rate_divisor
-        size = group.get_column("in_flight").to_numpy() / size_divisor
-        bandwidth.append(dict(type="scatter", **_step_line(starts, rate, view, axis), showlegend=True, **common,
-                                    hovertemplate=f"{series}: %{{y:.3~g}} {rate_unit}/s<extra></extra>"))
-        in_flight.append(dict(type="scatter", **_step_line(starts, size, view, axis), showlegend=False, **common,
-                                    hovertemplate=f"{series}: %{{y:.3~g}} {size_unit} in flight<extra></extra>"))
-    return bandwidth, in_flight, f"{rate_unit}/s", size_unit
+        if not all_unknown:
+            rate = np.where(unknown, np.nan, group.get_column("bandwidth").to_numpy() / rate_divisor)
+            size = np.where(unknown, np.nan, group.get_column("in_flight").to_numpy() / size_divisor)
+            bandwidth.append(dict(type="scatter", **_step_line(starts, rate, view, axis), showlegend=True, **common,
+                                  hovertemplate=f"{series}: %{{y:.3~g}} {rate_unit}/s<extra></extra>"))
+            in_flight.append(dict(type="scatter", **_step_line(starts, size, view, axis), showlegend=False, **common,
+                                  hovertemplate=f"{series}: %{{y:.3~g}} {size_unit} in flight<extra></extra>"))
+        if unknown_copies:
+            unknown_kinds.append(f"{series} ({unknown_copies:,})")
+            mark = np.where(unknown, 0.0, np.nan)
+            for panel_traces, legend in ((bandwidth, True), (in_flight, False)):
+                panel_traces.append(dict(
+                    type="scatter", **_step_line(starts, mark, view, axis), mode="lines", showlegend=legend,
+                    name=f"{series}: bytes unknown", legendgroup=f"{series} unknown",
+                    line={"shape": "hv", "color": colour, "width": 5, "dash": "dot"},
+                    hovertemplate=f"{series}: bytes unknown (no byte count in the trace)<extra></extra>"))
+    note = ""
+    if unknown_kinds:
+        note = ("bytes unknown (no byte count in the trace, e.g. AMD): " + ", ".join(unknown_kinds)
+                + " copies · dotted, not 0 B/s")
+    return bandwidth, in_flight, f"{rate_unit}/s", size_unit, note
 
 
 def _stack_traces(view: TimelineView, stack: int, axis: TimeAxis) -> tuple[list[Trace], int]:
@@ -193,8 +216,13 @@ def _figure_spec(view: TimelineView, title: str) -> dict[str, Any]:
           range=[max(3, len(rows)) - 0.5, -0.5], showgrid=False, zeroline=False, ticks="")
     number = 2
     if has_copies:
-        bandwidth, in_flight, rate_unit, size_unit = _copy_traces(view, axis)
+        bandwidth, in_flight, rate_unit, size_unit, note = _copy_traces(view, axis)
         panel(number, bandwidth, title={"text": f"copy bandwidth<br>({rate_unit})"}, rangemode="tozero")
+        if note:
+            layout.setdefault("annotations", []).append({
+                "text": note, "xref": "paper", "yref": f"y{number} domain", "x": 0.0, "y": 1.0,
+                "xanchor": "left", "yanchor": "bottom", "showarrow": False,
+                "font": {"size": 11, "color": "#6c757d"}, "name": "bytes-unknown"})
         panel(number + 1, in_flight, title={"text": f"bytes in flight<br>({size_unit})"}, rangemode="tozero")
         number += 2
     overlay = view.lanes.filter(pl.col("group") == OVERLAY_GROUP)

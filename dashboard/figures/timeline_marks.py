@@ -25,11 +25,13 @@ GREY = "#ced4da"  # kernels outside the selection
 LEVELS = 4  # busy-fraction shades per colour: up to 25, 50, 75, 100 %
 MIN_BAR_FRACTION = 1 / 1500  # thinner events are widened to this share of the window so they stay visible
 FULL_NAME_LINE = 90
-FULL_NAME_LINES = 3
+FULL_NAME_LINES = 24  # hover carries the full demangled name (issue 15); only a pathological one is cut
+# One distinct colour per copy kind (hues far apart); kinds outside the table take the spare ones.
 COPY_COLOURS = {
-    "memcpy HtoD": "#5D3A9B", "memcpy DtoH": "#1B9E77", "memcpy DtoD": "#7570B3", "memcpy HtoH": "#A6761D",
+    "memcpy HtoD": "#5D3A9B", "memcpy DtoH": "#1B9E77", "memcpy DtoD": "#E6AB02", "memcpy HtoH": "#A6761D",
     "memcpy PtoP": "#E7298A", "memset": "#6C757D", "memcpy": "#495057",
 }
+_SPARE_COPY_COLOURS = ("#66A61E", "#1F78B4", "#B15928", "#6A3D9A", "#FB9A99", "#17BECF")
 STACK_COLOUR = "#495057"
 PASS_ORDER = ("forward", "backward", "optimizer")
 PASS_STRIPE = 0.8 / len(PASS_ORDER)  # each pass has its stripe of the passes lane, so bands of one step may overlap
@@ -44,10 +46,17 @@ def event_colour(name: str | None, kind: str | None) -> str:
     if name is None:
         return GREY
     if kind == "memcpy":
-        return COPY_COLOURS.get(name, COPY_COLOURS["memcpy"])
+        return copy_colour(name)
     if kind == "pass":
         return PASS_COLOURS.get(name, PASS_COLOURS["none"])
     return colour_for(name)
+
+
+def copy_colour(series: str) -> str:
+    """The colour of a copy kind (`memcpy HtoD`, `memset`...): fixed for known kinds, else a spare one."""
+    if series in COPY_COLOURS:
+        return COPY_COLOURS[series]
+    return _SPARE_COPY_COLOURS[sum(series.encode("utf-8")) % len(_SPARE_COPY_COLOURS)]
 
 
 def blend(colour: str, level: int) -> str:

@@ -10,6 +10,7 @@ import polars as pl
 from dash import dcc, html
 
 from dashboard.analysis.units import format_ns, time_unit_for, window_span_text
+from dashboard.figures.kernels import SHARE_DEFINITION, TOTAL_ONE_RANK, TOTAL_RANK_MEAN, total_rank_sum
 
 ALL_RANKS = "all"
 WINDOW_RULES = {
@@ -60,6 +61,22 @@ def window_chip(prefix: str, window: tuple[int, int] | None, origin_ns: int) -> 
         style={} if window else {"display": "none"})
 
 
+def busy_text(busy: pl.DataFrame) -> str:
+    """`GPU busy 32.0% of its 1.25 s span` (one rank) or the range over ranks (gpu_busy.gpu_busy rows)."""
+    shares = busy.drop_nulls("busy_share")
+    if shares.height == 0:
+        return ""
+    low, high = shares.get_column("busy_share").min(), shares.get_column("busy_share").max()
+    if shares.height == 1:
+        rank, span = shares.get_column("rank")[0], shares.get_column("span_ns")[0]
+        return f"GPU busy {low:.1%} of its {format_ns(span)} span (rank {rank})"
+    spans = shares.get_column("span_ns")
+    share = f"{low:.1%}" if f"{low:.1%}" == f"{high:.1%}" else f"{low * 100:.1f}–{high:.1%}"
+    span = (format_ns(spans.min()) if format_ns(spans.min()) == format_ns(spans.max())
+            else f"{format_ns(spans.min())}–{format_ns(spans.max())}")
+    return f"GPU busy {share} of span over {shares.height} ranks (span {span} per rank)"
+
+
 def _unit_columns(summary: pl.DataFrame) -> tuple[tuple[float, str], tuple[float, str]]:
     total = summary.get_column("total_ns").max() if summary.height else 0
     duration = summary.get_column("p95_ns").max() if summary.height else 0
@@ -67,12 +84,17 @@ def _unit_columns(summary: pl.DataFrame) -> tuple[tuple[float, str], tuple[float
 
 
 def kernel_rows(summary: pl.DataFrame, spread: pl.DataFrame | None = None) -> tuple[list[dict], dict[str, str]]:
-    """Table rows (numbers in the units the headers name) and those units."""
+    """Table rows (numbers in the units the headers name) and those units.
+
+    `total` is always the sum over the ranks shown; with `spread` (several ranks)
+    `rank_mean` is the mean per rank (what the bar chart draws), `rank_min` /
+    `rank_max` its extremes.
+    """
     (total_factor, total_unit), (duration_factor, duration_unit) = _unit_columns(summary)
     frame = summary
     if spread is not None:
-        frame = frame.join(spread.select("group", "rank_min_ns", "rank_max_ns"), on="group", how="left",
-                           maintain_order="left")
+        frame = frame.join(spread.select("group", "rank_min_ns", "rank_mean_ns", "rank_max_ns"), on="group",
+                           how="left", maintain_order="left")
     columns = [
         "key", "group", "label", "count", "kernels", "grid", "block", "registers",
         (pl.col("total_ns") / total_factor).round(4).alias("total"),
@@ -81,24 +103,35 @@ def kernel_rows(summary: pl.DataFrame, spread: pl.DataFrame | None = None) -> tu
         *[(pl.col(f"{s}_ns") / duration_factor).round(4).alias(s) for s in ("mean", "median", "p95", "min", "max")],
     ]
     if spread is not None:
-        columns += [(pl.col("rank_min_ns") / total_factor).round(4).alias("rank_min"),
-                    (pl.col("rank_max_ns") / total_factor).round(4).alias("rank_max")]
+        columns += [(pl.col(f"rank_{s}_ns") / total_factor).round(4).alias(f"rank_{s}") for s in ("min", "mean", "max")]
     return frame.select(columns).to_dicts(), {"total": total_unit, "duration": duration_unit}
 
 
-def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False) -> list[dict]:
-    """ag-grid columns; op / layer rows show how many kernels they hold instead of launch shapes."""
+def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False, ranks: int = 1,
+                       total: str = TOTAL_ONE_RANK) -> list[dict]:
+    """ag-grid columns; op / layer rows show how many kernels they hold instead of launch shapes.
+
+    The headers carry the page's definitions (figures.kernels): with several ranks
+    both the sum over ranks and the mean per rank (the bar chart's value) are shown.
+    """
     noun = {"name": "Kernel", "op": "Launching op", "layer": "Layer"}.get(group, group)
     number = {"type": "numericColumn", "filter": "agNumberColumnFilter", "valueFormatter": NUMBER_FORMAT,
               "minWidth": 120}
+    total_header = total_rank_sum(ranks) if spread else total
+    # The chart's short label leads (it names what tells kernels apart); the full demangled name is a
+    # column of its own and the only name the CSV carries (kernel_table's export keys).
     columns: list[dict] = [
         {"field": "label", "headerName": noun, "tooltipField": "group", "pinned": "left", "minWidth": 300,
          "filter": "agTextColumnFilter"},
         {"field": "count", "headerName": "launches", **number, "valueFormatter": COUNT_FORMAT},
-        {"field": "total", "headerName": f"total ({units['total']})", "sort": "desc", **number},
-        {"field": "share", "headerName": "share (%)", **number},
+        {"field": "total", "headerName": f"{total_header} ({units['total']})", "sort": "desc", **number,
+         "minWidth": 170 if spread else 140},
     ]
-    columns += [{"field": s, "headerName": f"{s} ({units['duration']})", **number}
+    if spread:
+        columns.append({"field": "rank_mean", "headerName": f"{TOTAL_RANK_MEAN} ({units['total']})", **number,
+                        "minWidth": 200})
+    columns.append({"field": "share", "headerName": "share (%)", "headerTooltip": SHARE_DEFINITION, **number})
+    columns += [{"field": s, "headerName": f"{s} per launch ({units['duration']})", **number, "minWidth": 150}
                 for s in ("mean", "median", "p95", "min", "max")]
     if spread:
         columns += [{"field": "rank_min", "headerName": f"rank min total ({units['total']})", **number},
@@ -110,8 +143,14 @@ def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False) 
                     {"field": "shared_kib", "headerName": "shared mem (KiB)", **number}]
     else:
         columns.append({"field": "kernels", "headerName": "distinct kernels", **number})
-    columns.append({"field": "group", "headerName": "full name", "hide": True})
+    columns.append({"field": "group", "headerName": "full name", "tooltipField": "group", "minWidth": 480,
+                    "filter": "agTextColumnFilter"})
     return columns
+
+
+def csv_columns(column_defs: list[dict]) -> list[str]:
+    """The columns a table's CSV holds: every one but the (abbreviated) chart label."""
+    return [column["field"] for column in column_defs if column.get("field") and column["field"] != "label"]
 
 
 def kernel_table(component_id: Any, rows: list[dict], column_defs: list[dict], file_name: str,
@@ -124,8 +163,10 @@ def kernel_table(component_id: Any, rows: list[dict], column_defs: list[dict], f
         options["selectionColumnDef"] = {"pinned": "left", "width": 44, "minWidth": 44, "maxWidth": 44}
     return dag.AgGrid(
         id=component_id, rowData=rows, columnDefs=column_defs, getRowId="params.data.key",
-        defaultColDef={"sortable": True, "resizable": True, "filter": True, "minWidth": 100},
+        # Headers wrap rather than cut: they carry the definitions ("total time, sum over 2 ranks (ms)").
+        defaultColDef={"sortable": True, "resizable": True, "filter": True, "minWidth": 100, "wrapHeaderText": True,
+                       "autoHeaderHeight": True},
         dashGridOptions=options, className="ag-theme-alpine", style={"height": f"{height}px", "width": "100%"},
-        csvExportParams={"fileName": f"{file_name}.csv", "allColumns": True},
+        csvExportParams={"fileName": f"{file_name}.csv", "columnKeys": csv_columns(column_defs)},
         **({"selectedRows": {"ids": selected}} if selectable and selected else {}),
     )

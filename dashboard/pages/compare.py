@@ -78,7 +78,8 @@ def column_defs(unit: str) -> list[dict]:
         {"field": "count_a", "headerName": "A launches", **_NUMBER},
         {"field": "count_b", "headerName": "B launches", **_NUMBER},
         {"field": "presence", "headerName": "found", "filter": "agTextColumnFilter"},
-        {"field": "group", "headerName": "full name", "hide": True},
+        {"field": "group", "headerName": "full name", "tooltipField": "group", "minWidth": 480,
+         "filter": "agTextColumnFilter"},
     ]
 
 

@@ -62,22 +62,24 @@ def _row(info: RunInfo) -> dict[str, Any]:
     }
 
 
+# Minimum widths add up to what a 1440 px window leaves the grid (~1375 px beside the tick column), so
+# sizeToFit never squeezes a column under its header; the numbers stay whole ("3…" said nothing).
 COLUMNS = [
-    {"field": "id", "headerName": "Run", "minWidth": 260, "pinned": "left"},
-    {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 220,
+    {"field": "id", "headerName": "Run", "minWidth": 200, "pinned": "left"},
+    {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 150,
      "cellRendererParams": {"linkTarget": "_self"}},
-    {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 200,
+    {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 155,
      "cellRendererParams": {"linkTarget": "_self"}},
-    {"field": "evidence", "headerName": "Evidence", "minWidth": 220},
+    {"field": "evidence", "headerName": "Evidence", "minWidth": 170, "tooltipField": "evidence"},
     # Beside the evidence it qualifies; the list itself is under the table and in the tooltip.
-    {"field": "warnings", "headerName": "Warnings", "minWidth": 110, "tooltipField": "warnings_text",
+    {"field": "warnings", "headerName": "Warnings", "minWidth": 105, "tooltipField": "warnings_text",
      "valueFormatter": {"function": "params.value ? '⚠ ' + params.value : ''"}},
-    {"field": "sources", "headerName": "Sources", "minWidth": 220, "tooltipField": "sources"},
-    {"field": "created", "headerName": "Created", "sort": "desc", "minWidth": 180},
-    {"field": "rows", "headerName": "Rows", "type": "rightAligned",
+    {"field": "sources", "headerName": "Sources", "minWidth": 150, "tooltipField": "sources"},
+    {"field": "created", "headerName": "Created", "sort": "desc", "minWidth": 160},
+    {"field": "rows", "headerName": "Rows", "type": "rightAligned", "minWidth": 95,
      "valueFormatter": {"function": "d3.format(',')(params.value)"}},
-    {"field": "size", "headerName": "Size", "type": "rightAligned"},
-    {"field": "parse_s", "headerName": "Parse s", "type": "rightAligned"},
+    {"field": "size", "headerName": "Size", "type": "rightAligned", "minWidth": 95},
+    {"field": "parse_s", "headerName": "Parse s", "type": "rightAligned", "minWidth": 100},
 ]
 
 

@@ -16,12 +16,15 @@ from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import kernels as kernel_analysis
 from dashboard.analysis import run_views
+from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.selection import format_keys, format_window, parse_keys, parse_window
 from dashboard.analysis.units import format_ns
 from dashboard.figures.kernels import duration_scatter_figure, keys_from_event, selected_points, top_kernels_figure
 from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import (
+    busy_text,
+    csv_columns,
     kernel_column_defs,
     kernel_rows,
     kernel_table,
@@ -56,10 +59,18 @@ def _group(value: Any) -> str:
     return value if value in GROUP_CHOICES else "name"
 
 
-def totals_text(view: run_views.KernelView, group: str, selected: list[str]) -> str:
+def totals_text(view: run_views.KernelView, group: str, selected: list[str], busy: str = "") -> str:
     share = f" · selection: {len(selected)} kernel{'s' if len(selected) != 1 else ''}" if selected else ""
-    return (f"{view.launches:,} launches · {format_ns(view.gpu_time_ns)} of kernel time · "
+    busy_part = f" · {busy}" if busy else ""
+    return (f"{view.launches:,} launches · {format_ns(view.gpu_time_ns)} of kernel time{busy_part} · "
             f"{view.summary.height} {GROUP_CHOICES[group]}s{share}")
+
+
+def _spread_ranks(view: run_views.KernelView) -> int:
+    """How many ranks the table's sums add up (rank_spread counts a rank without the kernel as 0)."""
+    if view.spread is None or view.spread.height == 0:
+        return 1
+    return int(view.spread.get_column("ranks").list.len().max())  # type: ignore[arg-type]
 
 
 def highlighted_rows(view: run_views.KernelView, group: str, selected: list[str]) -> list[str]:
@@ -80,9 +91,9 @@ def render(run: Run, rank: int | None, window: tuple[int, int] | None, group: st
         "bar": top_kernels_figure(view.summary, top, highlighted, view.spread, group),
         "scatter": duration_scatter_figure(view.summary, highlighted, group),
         "rows": rows,
-        "columns": kernel_column_defs(group, units, view.spread is not None),
+        "columns": kernel_column_defs(group, units, view.spread is not None, _spread_ranks(view)),
         "table_selection": {"ids": highlighted},
-        "totals": totals_text(view, group, selected),
+        "totals": totals_text(view, group, selected, busy_text(run_views.gpu_busy_view(run, rank, window))),
     }
 
 
@@ -96,7 +107,7 @@ def restyle_selection(run: Run, rank: int | None, window: tuple[int, int] | None
     bar["data"][0]["selectedpoints"] = selected_points(keys[:top], highlighted)
     scatter["data"][0]["selectedpoints"] = selected_points(keys, highlighted)
     return {"bar": bar, "scatter": scatter, "table_selection": {"ids": highlighted},
-            "totals": totals_text(view, group, selected)}
+            "totals": totals_text(view, group, selected, busy_text(run_views.gpu_busy_view(run, rank, window)))}
 
 
 def _state(rank: int | None, group: str, top: int, selected: list[str], window: tuple[int, int] | None,
@@ -167,7 +178,8 @@ def layout(run: str | None = None, rank: str | None = None, sel: str | None = No
         dcc.Store(id="kernels-window", data=format_window(*state_window) if state_window else None),
         url_state_store("kernels", _state(state_rank, state_group, state_top, selected, state_window, state_only)),
         controls,
-        html.Div(view["totals"], id="kernels-totals", className="small text-muted mb-2"),
+        html.Div(view["totals"], id="kernels-totals", className="small text-muted"),
+        html.Div(f"GPU busy: {BUSY_DEFINITION}.", id="kernels-busy-definition", className="small text-muted mb-2"),
         graphs,
         table,
     ], id="kernels-page")
@@ -256,6 +268,10 @@ def update_kernels(rank_value: Any, group_value: Any, top_value: Any, only: bool
     )
 
 
-@callback(Output("kernels-table", "exportDataAsCsv"), Input("kernels-csv", "n_clicks"), prevent_initial_call=True)
-def export_kernels_csv(_clicks: Any) -> bool:
-    return True
+@callback(Output("kernels-table", "exportDataAsCsv"), Output("kernels-table", "csvExportParams"),
+          Input("kernels-csv", "n_clicks"), State("kernels-table", "columnDefs"),
+          State("kernels-table", "csvExportParams"), prevent_initial_call=True)
+def export_kernels_csv(_clicks: Any, columns: list[dict] | None,
+                       params: dict[str, Any] | None) -> tuple[bool, dict[str, Any]]:
+    # The columns follow the grouping, so the CSV's columns (full names, no chart labels) are named now.
+    return True, {**(params or {}), "columnKeys": csv_columns(columns or [])}

@@ -10,17 +10,19 @@ from typing import Any
 
 import dash
 import dash_bootstrap_components as dbc
-from dash import ALL, Input, Output, Patch, State, callback, dcc, html, no_update
+from dash import ALL, Input, Output, Patch, State, callback, clientside_callback, dcc, html, no_update
 
 from dashboard.analysis import run_views
+from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.layers import PASSES
 from dashboard.analysis.peaks import DTYPE_LABELS, DTYPES, device_name, peak_flops
 from dashboard.analysis.selection import format_window, parse_window
 from dashboard.analysis.units import format_flops_rate
-from dashboard.figures.kernels import top_kernels_figure
+from dashboard.figures.kernels import TOTAL_ONE_RANK, top_kernels_figure, total_rank_sum
 from dashboard.figures.layers import PASS_LABELS, highlight_shapes, layer_box_figure, layer_from_event, layer_order
 from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import (
+    busy_text,
     kernel_column_defs,
     kernel_rows,
     kernel_table,
@@ -70,6 +72,9 @@ def render(run: Run, rank: int | None, window: tuple[int, int] | None, selected:
                       "(capture with torch module hooks, or profile with with_modules=True). "),
             html.Span(peak_note(device, dtype, peak) if flops_known else
                       "FLOPs unknown for every layer: no throughput.")]
+    busy = busy_text(run_views.gpu_busy_view(run, rank, window))
+    if busy:
+        note.append(html.Span(f" {busy}.", title=f"GPU busy: {BUSY_DEFINITION}", id="layers-busy"))
     return {
         "runtime": layer_box_figure(stats, "time", view.time_outliers, selected),
         "throughput": layer_box_figure(stats, "rate", view.rate_outliers, selected, peak,
@@ -90,9 +95,12 @@ def render_detail(run: Run, rank: int | None, window: tuple[int, int] | None,
     summary, how = run_views.layer_kernel_view(run, rank, window, layer, pass_)
     rows, units = kernel_rows(summary)
     title = f"Kernels of {layer} ({PASS_LABELS.get(pass_, pass_)}): {summary.height} kernels, {how}"
-    bar = top_kernels_figure(summary, 15, title=f"Top kernels of {layer} ({PASS_LABELS.get(pass_, pass_)})")
+    ranks = len(run_views.kernel_ranks(run)) if rank is None else 1
+    total = total_rank_sum(ranks) if ranks > 1 else TOTAL_ONE_RANK  # the chart and the table say the same
+    bar = top_kernels_figure(summary, 15, title=f"Top kernels of {layer} ({PASS_LABELS.get(pass_, pass_)})",
+                             total=total)
     return {"detail_title": title, "detail_bar": bar, "detail_rows": rows,
-            "detail_columns": kernel_column_defs("name", units)}
+            "detail_columns": kernel_column_defs("name", units, total=total)}
 
 
 # The selected layer's chart and grid exist only while a layer is selected; pattern-matching ids let
@@ -181,6 +189,8 @@ def layout(run: str | None = None, rank: str | None = None, window: str | None =
         ], className="d-flex align-items-center mb-2"),
         html.Div(detail_body(chosen.id, view), id="layers-detail-body"),
     ], className="chart-card")
+    meta = view["throughput"].layout.meta
+    no_flops = isinstance(meta, dict) and bool(meta.get("no_flops"))
     return html.Div([
         header,
         dcc.Store(id="layers-run", data=chosen.id),
@@ -191,9 +201,30 @@ def layout(run: str | None = None, rank: str | None = None, window: str | None =
         html.Div(view["note"], id="layers-note", className="small text-muted mb-2"),
         html.Div(chart("layers-runtime", view["runtime"], f"{chosen.id}-layer-runtime"), className="chart-card"),
         html.Div(chart("layers-throughput", view["throughput"], f"{chosen.id}-layer-throughput"),
-                 className="chart-card"),
+                 id="layers-throughput-card", className="chart-card", style=HIDDEN if no_flops else {}),
+        dbc.Alert(NO_THROUGHPUT_TEXT, id="layers-no-throughput", color="secondary", className="small",
+                  style={} if no_flops else HIDDEN),
         detail,
     ], id="layers-page")
+
+
+HIDDEN = {"display": "none"}
+NO_THROUGHPUT_TEXT = ("No throughput chart: FLOPs are unknown for every layer in this selection, so FLOP/s "
+                      "cannot be computed. The trace records no FLOP counts (PyTorch profiler: with_flops=True).")
+# The message stands in for the throughput chart whenever that chart has nothing to draw (rank or window
+# changes can bring FLOPs in or out): decided from the figure itself, in the browser.
+clientside_callback(
+    """
+    function(figure) {
+        const none = Boolean(figure && figure.layout && figure.layout.meta && figure.layout.meta.no_flops);
+        return [none ? {display: "none"} : {}, none ? {} : {display: "none"}];
+    }
+    """,
+    Output("layers-throughput-card", "style"),
+    Output("layers-no-throughput", "style"),
+    Input("layers-throughput", "figure"),
+    prevent_initial_call=True,
+)
 
 
 @callback(

@@ -88,8 +88,7 @@ def base_timeline(run_id: str, group: str, memory: str) -> go.Figure:
     """The liveness timeline without a selection (never mutate: callers copy or patch)."""
     figure = liveness_timeline(planner_data(run_id).buffers, group, memory)
     # Selection is drawn by the page (colours), not by plotly's own point selection.
-    figure.update_layout(clickmode="event", margin={"t": 64},
-                         legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"})
+    figure.update_layout(clickmode="event")  # margins and legend: the figure's own (axis repeated on top)
     return figure
 
 

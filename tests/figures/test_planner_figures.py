@@ -30,7 +30,7 @@ def _bars(figure: go.Figure) -> go.Bar:
 def test_smem_timeline_one_bar_per_buffer(tables: dict[str, pl.DataFrame]) -> None:
     buffers = tables["ws_buffers"]
     figure = planner.liveness_timeline(buffers, G1, "SMEM")
-    assert len(figure.data) == 2  # the bars and the colour key (no operand D in SMEM)
+    assert len(figure.data) == 3  # the bars, the colour key, the repeated op axis (no operand D in SMEM)
     bars = _bars(figure)
     smem = buffers.filter((pl.col("group") == G1) & (pl.col("memory") == "SMEM")).sort("start_op", "buffer_index")
     assert len(bars.y) == smem.height == 13
@@ -46,7 +46,7 @@ def test_smem_timeline_one_bar_per_buffer(tables: dict[str, pl.DataFrame]) -> No
 
 def test_tmem_timeline_marks_operand_d(tables: dict[str, pl.DataFrame]) -> None:
     figure = planner.liveness_timeline(tables["ws_buffers"], G1, "TMEM")
-    assert len(figure.data) == 3  # bars, colour key, operand-D legend entry
+    assert len(figure.data) == 4  # bars, colour key, operand-D legend entry, the repeated op axis
     bars = _bars(figure)
     tmem = tables["ws_buffers"].filter((pl.col("group") == G1) & (pl.col("memory") == "TMEM")).sort(
         "start_op", "buffer_index")
@@ -180,3 +180,16 @@ def test_plain_dot_elements(tmp_path: Path) -> None:
     plain = planner.dot_graph_elements(tables["dot_nodes"], tables["dot_edges"], "u.dot")
     assert "undirected" in _edges(plain)[0]["classes"]
     assert planner.DOT_GRAPH_LAYOUT["name"] == "breadthfirst"
+
+
+def test_timeline_repeats_the_op_axis_on_top_and_graph_hides_unreadable_labels(
+        tables: dict[str, pl.DataFrame]) -> None:
+    # The page shows a long timeline in a scroll box where the bottom axis starts out of view.
+    figure = planner.liveness_timeline(tables["ws_buffers"], G1, "SMEM")
+    assert figure.layout.xaxis2.side == "top" and figure.layout.xaxis2.matches == "x"
+    assert any(t.xaxis == "x2" for t in figure.data)  # plotly draws an axis only when a trace uses it
+    assert figure.layout.xaxis.title.text == "operation id"
+    from dashboard.figures.planner_graph import CHANNEL_GRAPH_STYLESHEET, MIN_LABEL_PX
+
+    labelled = [rule for rule in CHANNEL_GRAPH_STYLESHEET if "label" in rule["style"]]
+    assert labelled and all(rule["style"]["min-zoomed-font-size"] == MIN_LABEL_PX for rule in labelled)
