@@ -3,6 +3,7 @@
     /runs/<run_id>/source/<path>        a file of source/, byte for byte
     /runs/<run_id>/tables/<table>.csv   a canonical table
     /runs/<run_id>/trace.json           kernels, copies, ranges, API calls as Chrome-trace JSON
+    /runs/<run_id>/graph.svg?group=G    a plain DOT graph drawn by Graphviz (sanitised SVG)
 
 Nothing outside the run's folder is ever read: run ids are checked by the
 store, file paths by `resolve_inside`; a refused or unknown path is a 404.
@@ -19,6 +20,7 @@ from flask import Flask, Response, abort, request, send_file
 
 from dashboard import schema
 from dashboard.exports.perfetto import TRACE_TABLES, encode_trace
+from dashboard.exports.png import safe_file_stem
 from dashboard.exports.tables import encode_csv
 from dashboard.server_security import resolve_inside
 from dashboard.store import SOURCE_DIR, Run, RunNotFound, RunStore
@@ -38,6 +40,14 @@ def page_pngs_href(run_id: str, page: str) -> str:
 
 def trace_href(run_id: str) -> str:
     return f"/runs/{quote(run_id)}/trace.json"
+
+
+def graph_svg_href(run_id: str, group: str, download: bool = False) -> str:
+    return f"/runs/{quote(run_id)}/graph.svg?group={quote(group, safe='')}" + ("&download=1" if download else "")
+
+
+# The drawing is shown in a frame of the page and may be opened on its own: nothing in it may run or load.
+GRAPH_SVG_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def has_trace(run: Run) -> bool:
@@ -81,6 +91,28 @@ def install_run_downloads(server: Flask, store: RunStore) -> None:
             abort(404, description=f"run {run_id!r} has no kernels, copies, ranges or API calls to trace")
         tables = {table: run.frame(table) for table in TRACE_TABLES if run.has(table)}
         return _attachment(encode_trace(tables, run_id=run.id), "application/json", f"{run.id}.trace.json")
+
+    @server.get("/runs/<run_id>/graph.svg")
+    def run_graph_svg(run_id: str) -> Response:
+        from dashboard.analysis.dot_sources import DotSourceMissing, plain_graph_source
+        from dashboard.figures.graphviz_svg import draw
+
+        run = open_run(run_id)
+        group = request.args.get("group", "")
+        try:
+            source = plain_graph_source(run, group)
+        except DotSourceMissing as exc:
+            abort(404, description=str(exc))
+        result = draw(source.text, source.index)
+        if result.drawing is None:
+            abort(503 if result.missing else 422, description=f"{source.path.name}: {result.problem}")
+        response = Response(result.drawing.svg, mimetype="image/svg+xml")
+        response.headers["Content-Security-Policy"] = GRAPH_SVG_POLICY
+        response.headers["Cache-Control"] = "private, max-age=3600"  # a run never changes
+        if request.args.get("download"):
+            stem = f"{run.id}-{group}".replace('"', "")
+            response.headers["Content-Disposition"] = f'attachment; filename="{safe_file_stem(stem)}.svg"'
+        return response
 
     @server.get("/runs/<run_id>/export/<page>.zip")
     def run_page_pngs(run_id: str, page: str) -> Response:
