@@ -144,3 +144,27 @@ def test_without_graphviz_the_page_says_so_and_draws_the_builtin_layout(
         other.process.terminate()
         other.process.wait(timeout=10)
     assert console_errors == []
+
+
+def test_a_big_graph_opens_readable_and_fit_shows_all_of_it(page: Page, server, tmp_path: Path,
+                                                            console_errors: list[str]) -> None:
+    """80 table nodes in a row: fitting all of it would make 14 pt text ~2 px; the first view stays
+    readable (zoom >= 0.6, from the left end) and "Fit" is one click away."""
+    cells = "".join(f'n{i} [label=<<TABLE><TR><TD>block {i}</TD><TD>pid {i * 8}</TD></TR></TABLE>>];\n'
+                    for i in range(80))
+    chain = " -> ".join(f"n{i}" for i in range(80))
+    path = tmp_path / "wide.dot"
+    path.write_text(f"digraph wide {{ rankdir=LR; node [shape=plaintext];\n{cells}{chain};\n}}\n")
+    run_id = RunStore(server.data_dir).ingest([path], name="wide")
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    frame = open_drawing(page, server, run_id)
+    frame_element = page.locator("iframe#planner-dot-svg")
+    assert float(frame_element.get_attribute("data-zoom")) >= 0.6
+    # The first node is in view, at a size where its text is at least 11 px tall on screen.
+    first = frame.evaluate("""() => { const t = [...document.querySelectorAll('g.node text')]
+        .find(e => e.textContent === 'block 0').getBoundingClientRect();
+        return {left: t.left, right: t.right, height: t.height, width: innerWidth}; }""")
+    assert first["left"] >= 0 and first["right"] <= first["width"] and first["height"] >= 11
+    page.locator("[data-dot-zoom='fit']").click()
+    assert float(frame_element.get_attribute("data-zoom")) < 0.2
+    assert console_errors == []
