@@ -248,6 +248,7 @@ def export_pngs(run_id: str, data_dir: Path, pages: tuple[str, ...], out_dir: Pa
 
     from dashboard.exports.page_figures import PAGES, page_figures, pages_for
     from dashboard.exports.png import PngExportUnavailable, write_pngs
+    from dashboard.exports.routes import view_caption
     from dashboard.store import RunNotFound, RunStore
 
     try:
@@ -262,7 +263,8 @@ def export_pngs(run_id: str, data_dir: Path, pages: tuple[str, ...], out_dir: Pa
     state = dict(parse_qsl(query))
     try:
         for page in chosen:
-            for path in write_pngs(page_figures(page, run, state), target, prefix=f"{run.id}-{page}-"):
+            for path in write_pngs(page_figures(page, run, state), target, prefix=f"{run.id}-{page}-",
+                                   caption=view_caption(run.id, page, state)):
                 click.echo(path)
     except PngExportUnavailable as exc:
         _fail(f"error: {exc}", False)

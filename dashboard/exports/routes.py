@@ -3,6 +3,9 @@
     /runs/<run_id>/source/<path>        a file of source/, byte for byte
     /runs/<run_id>/tables/<table>.csv   a canonical table
     /runs/<run_id>/trace.json           kernels, copies, ranges, API calls as Chrome-trace JSON
+    /runs/<run_id>/graph.svg?group=G    a plain DOT graph drawn by Graphviz (sanitised SVG)
+    /runs/<run_id>/export/<page>.png    the page as seen (its view state in the query), one image
+    /runs/<run_id>/export/<page>.zip    every chart of the page as PNG, captioned with run and view
 
 Nothing outside the run's folder is ever read: run ids are checked by the
 store, file paths by `resolve_inside`; a refused or unknown path is a 404.
@@ -19,6 +22,7 @@ from flask import Flask, Response, abort, request, send_file
 
 from dashboard import schema
 from dashboard.exports.perfetto import TRACE_TABLES, encode_trace
+from dashboard.exports.png import safe_file_stem
 from dashboard.exports.tables import encode_csv
 from dashboard.server_security import resolve_inside
 from dashboard.store import SOURCE_DIR, Run, RunNotFound, RunStore
@@ -36,8 +40,26 @@ def page_pngs_href(run_id: str, page: str) -> str:
     return f"/runs/{quote(run_id)}/export/{page}.zip"
 
 
+def page_png_href(run_id: str, page: str) -> str:
+    return f"/runs/{quote(run_id)}/export/{page}.png"
+
+
 def trace_href(run_id: str) -> str:
     return f"/runs/{quote(run_id)}/trace.json"
+
+
+def graph_svg_href(run_id: str, group: str, download: bool = False) -> str:
+    return f"/runs/{quote(run_id)}/graph.svg?group={quote(group, safe='')}" + ("&download=1" if download else "")
+
+
+# The drawing is shown in a frame of the page and may be opened on its own: nothing in it may run or load.
+GRAPH_SVG_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def view_caption(run_id: str, page: str, state: dict[str, str]) -> str:
+    """What an exported chart shows: the run, the page and its view state (the URL's query)."""
+    view = " · ".join(f"{key}={value}" for key, value in sorted(state.items()) if key != "run" and value != "")
+    return f"run {run_id} · /{page} · {view or 'default view'}"
 
 
 def has_trace(run: Run) -> bool:
@@ -82,6 +104,28 @@ def install_run_downloads(server: Flask, store: RunStore) -> None:
         tables = {table: run.frame(table) for table in TRACE_TABLES if run.has(table)}
         return _attachment(encode_trace(tables, run_id=run.id), "application/json", f"{run.id}.trace.json")
 
+    @server.get("/runs/<run_id>/graph.svg")
+    def run_graph_svg(run_id: str) -> Response:
+        from dashboard.analysis.dot_sources import DotSourceMissing, plain_graph_source
+        from dashboard.figures.graphviz_svg import draw
+
+        run = open_run(run_id)
+        group = request.args.get("group", "")
+        try:
+            source = plain_graph_source(run, group)
+        except DotSourceMissing as exc:
+            abort(404, description=str(exc))
+        result = draw(source.text, source.index)
+        if result.drawing is None:
+            abort(503 if result.missing else 422, description=f"{source.path.name}: {result.problem}")
+        response = Response(result.drawing.svg, mimetype="image/svg+xml")
+        response.headers["Content-Security-Policy"] = GRAPH_SVG_POLICY
+        response.headers["Cache-Control"] = "private, max-age=3600"  # a run never changes
+        if request.args.get("download"):
+            stem = f"{run.id}-{group}".replace('"', "")
+            response.headers["Content-Disposition"] = f'attachment; filename="{safe_file_stem(stem)}.svg"'
+        return response
+
     @server.get("/runs/<run_id>/export/<page>.zip")
     def run_page_pngs(run_id: str, page: str) -> Response:
         # Every chart of one page as PNG, for the view state in the query string.
@@ -91,14 +135,46 @@ def install_run_downloads(server: Flask, store: RunStore) -> None:
         run = open_run(run_id)
         if page not in PAGES:
             abort(404, description=f"no page {page!r} with charts")
-        figures = page_figures(page, run, request.args.to_dict())
+        state = request.args.to_dict()
+        figures = page_figures(page, run, state)
         if not figures:
             abort(404, description=f"run {run_id!r} has nothing to draw on {page}")
         try:
-            body = pngs_zip(figures, prefix=f"{run.id}-{page}-")
+            body = pngs_zip(figures, prefix=f"{run.id}-{page}-", caption=view_caption(run.id, page, state))
         except PngExportUnavailable as exc:
             abort(503, description=str(exc))
         return _attachment(iter([body]), "application/zip", f"{run.id}-{page}.zip")
+
+    @server.get("/runs/<run_id>/export/<page>.png")
+    def run_page_png(run_id: str, page: str) -> Response:
+        # The page as the user sees it, rendered by a headless Chromium from this server itself.
+        from dashboard.exports.page_figures import PAGES
+        from dashboard.exports.page_png import (
+            PageExportFailed,
+            PngExportUnavailable,
+            capture_page,
+            export_options,
+            local_base_url,
+            page_query,
+            page_url,
+        )
+
+        run = open_run(run_id)
+        if page not in PAGES:
+            abort(404, description=f"no page {page!r} to export")
+        width, scale = export_options(request.args)
+        headers = {"Authorization": request.headers["Authorization"]} if "Authorization" in request.headers else {}
+        try:
+            url = page_url(local_base_url(request.environ, request.script_root), page,
+                           page_query(request.args, run.id))
+            shot = capture_page(url, width, scale, headers=headers, cookies=request.cookies)
+        except PngExportUnavailable as exc:
+            abort(503, description=str(exc))
+        except PageExportFailed as exc:
+            abort(502, description=f"{page} of {run.id}: {exc}")
+        response = _attachment(iter([shot.png]), "image/png", f"{run.id}-{page}.png")
+        response.headers["X-Page-Size"] = f"{shot.width}x{shot.height}@{shot.scale}"
+        return response
 
     @server.get("/runs/<path:_anything>")
     def no_such_download(_anything: str) -> Response:

@@ -107,10 +107,14 @@ def page_header(title: str, run: Run | None, subtitle: str = "") -> html.Div:
     badge = dbc.Badge(run.id, color="secondary", className="ms-2 run-badge") if run else None
     heading = html.Div([html.H3([title, badge], className="mb-0"), html.Small(subtitle, className="text-muted"),
                         run_warnings(run, title)])
-    export = html.A("Export page as PNG", href="#", download="", className="btn btn-sm btn-outline-secondary me-2 "
-                    "export-page-png", title="Every chart of this page as PNG (2x), in a zip",
+    # export.js completes both links from the address bar (the view state) at click time.
+    export = html.A("Export page as PNG", href="#", download="", className="btn btn-sm btn-outline-secondary "
+                    "export-page-png", title="This page as you see it, full height, in one PNG",
                     **{"data-run": run.id}) if run else None
-    actions = html.Div([export, run_downloads(run.id)] if run else None, className="page-actions d-flex")
+    charts = html.A("charts (zip)", href="#", download="", className="btn btn-sm btn-link me-2 export-chart-pngs",
+                    title="Every chart of this page as its own PNG (2x), captioned with run and view, in a zip",
+                    **{"data-run": run.id}) if run else None
+    actions = html.Div([export, charts, run_downloads(run.id)] if run else None, className="page-actions d-flex")
     return html.Div([heading, actions],
                     className="page-header mb-3 d-flex justify-content-between align-items-start")
 

@@ -40,6 +40,7 @@ from dashboard.figures.planner_big_graph import BIG_GRAPH_STYLESHEET, flat_parti
 from dashboard.figures.planner_selection import graph_selection, selection_shapes
 from dashboard.layouts.context import current_store
 from dashboard.layouts.page import chart
+from dashboard.pages.planner_graphviz import graphviz_body, graphviz_drawing, missing_notice
 from dashboard.pages.planner_tables import buffer_table, channel_tables
 from dashboard.schema import empty
 
@@ -356,7 +357,15 @@ def planner_body(data: PlannerData, group: str, state: dict[str, Any]) -> list[A
 
 
 def dot_body(data: PlannerData, group: str) -> list[Any]:
-    """A plain DOT graph: clusters as compound nodes, laid out top to bottom."""
+    """A plain DOT graph as Graphviz draws it; without Graphviz, a notice and the built-in layout."""
+    drawn = graphviz_drawing(data.run_id, group)
+    if drawn.drawing is not None:
+        return graphviz_body(data.run_id, group, drawn)
+    return [missing_notice(drawn.problem or "Graphviz drew nothing"), *builtin_dot_body(data, group)]
+
+
+def builtin_dot_body(data: PlannerData, group: str) -> list[Any]:
+    """A plain DOT graph drawn by cytoscape: clusters as compound nodes, laid out top to bottom."""
     stem = file_stem(data.run_id, group)
     elements = dot_graph_elements(data.dot_nodes, data.dot_edges, group)
     return [

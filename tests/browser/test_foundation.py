@@ -177,14 +177,15 @@ def test_delete_asks_for_confirmation(page: Page, server) -> None:
     expect(page.locator(f'.ag-row[row-id="{victim}"]')).to_have_count(0)
 
 
-def test_export_page_as_png_downloads_a_zip_of_the_pages_charts(page: Page, server, tmp_path: Path) -> None:
+def test_charts_zip_downloads_a_zip_of_the_pages_charts(page: Page, server, tmp_path: Path) -> None:
+    """The second choice beside "Export page as PNG" (tests/browser/test_page_png.py): one PNG per chart."""
     import zipfile
 
     run_id = next(info.id for info in RunStore(server.data_dir).list_runs() if "memory" in info.evidence)
     page.goto(f"{server.url}/memory?run={run_id}&unit=device")
     wait_for_dash(page)
     with page.expect_download(timeout=120_000) as download_info:
-        page.locator(".export-page-png").click()
+        page.locator(".export-chart-pngs").click()
     download = download_info.value
     assert download.suggested_filename == f"{run_id}-memory.zip"
     assert "unit=device" in download.url  # the view state in the address bar travels with the export

@@ -14,6 +14,8 @@ from PIL import Image
 from dashboard.cli import cli
 from dashboard.demo import seed_demo
 from dashboard.exports.page_figures import PAGES, page_figures, pages_for
+from dashboard.exports.png import CAPTION_HEIGHT, DEFAULT_HEIGHT
+from dashboard.exports.routes import view_caption
 from dashboard.store import RunStore
 
 
@@ -81,8 +83,14 @@ def test_page_zip_route(demo_store: RunStore) -> None:
     assert response.headers["Content-Disposition"].startswith("attachment")
     archive = zipfile.ZipFile(io.BytesIO(response.data))
     assert sorted(archive.namelist()) == [f"{run_id}-memory-memory-curves.png", f"{run_id}-memory-top-growth.png"]
+    figures = page_figures("memory", demo_store.open(run_id), {"unit": "device"})
     for name in archive.namelist():
         assert_real_png(archive.read(name))
+        # Each chart at 2x with its caption strip (run and view) below it.
+        figure = figures[name.removeprefix(f"{run_id}-memory-").removesuffix(".png")]
+        with Image.open(io.BytesIO(archive.read(name))) as image:
+            assert image.height == 2 * ((figure.layout.height or DEFAULT_HEIGHT) + CAPTION_HEIGHT)
+    assert view_caption(run_id, "memory", {"unit": "device", "run": run_id}) == f"run {run_id} · /memory · unit=device"
     assert client.get(f"/runs/{run_id}/export/bogus.zip").status_code == 404
     assert client.get(f"/runs/{run_id}/export/planner.zip").status_code == 404  # nothing to draw there
 

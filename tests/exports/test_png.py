@@ -54,3 +54,20 @@ def test_missing_chromium_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(png.PngExportUnavailable, match="apt-get install -y chromium"):
         png.chromium_path()
+
+
+def test_a_captioned_chart_names_its_run_and_view_in_a_strip_below_it(figure: go.Figure) -> None:
+    plain = png.figure_png(figure)
+    caption = "run step-1200-20260101-000000 · /kernels · rank=1 · top=5"
+    data = png.captioned_png(plain, caption)
+    assert png_size(data) == (1200, 800 + png.CAPTION_HEIGHT * 2)
+    with Image.open(io.BytesIO(data)) as image, Image.open(io.BytesIO(plain)) as chart:
+        rgb = image.convert("RGB")
+        assert rgb.crop((0, 0, 1200, 800)).tobytes() == chart.convert("RGB").tobytes()  # the chart unchanged
+        strip = rgb.crop((0, 800, 1200, image.height)).convert("L")
+        dark = [x for x in range(strip.width) if min(strip.getpixel((x, y)) for y in range(strip.height)) < 128]
+        # Text at the left of the strip, as long as the caption (about 7 px per character at 2x, 13 px font).
+        assert dark and dark[0] < 40 and 300 < dark[-1] - dark[0] < 1100
+    assert png.captioned_png(plain, None) == plain
+    long = png.captioned_png(plain, "x" * 2000)  # cut to the width, never wider
+    assert png_size(long) == (1200, 800 + png.CAPTION_HEIGHT * 2)

@@ -1,0 +1,161 @@
+"""One PNG of a page as the user sees it: its URL, view state included, rendered in headless Chromium.
+
+Why Playwright (a main dependency for this): it drives the system Chromium (`executable_path`, the
+same binary kaleido uses; no browser is ever downloaded) and gives what a faithful page image
+needs in a few calls: the user's credentials on every request of the page (the Basic-auth header
+and cookies of the request that asked for the export), waiting until the page has drawn, and a
+full-height screenshot. The `chromium --headless --screenshot` command line can do neither the
+credentials nor the full height.
+
+The page is loaded from this server's own local address (the socket the request came in on), never
+from the request's Host header: the credentials must not be sent anywhere else. One export at a
+time per process: each holds a browser (a few hundred MB) for a few seconds.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from dashboard.exports.png import PngExportUnavailable, chromium_path
+
+DEFAULT_WIDTH = 1440
+MIN_WIDTH, MAX_WIDTH = 640, 3840
+SCALES = (1, 2)
+TIMEOUT_MS = 60_000
+# Chromium cannot paint a screenshot taller than its largest texture; a page beyond it is refused.
+MAX_HEIGHT_PX = 32_000
+WIDTH_PARAM, SCALE_PARAM = "export_width", "export_scale"  # the export's own; not passed to the page
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--hide-scrollbars"]
+_one_at_a_time = threading.Lock()
+
+# Drawn: Dash has no callback in flight, every chart has its SVG, tables waiting for the charts are
+# in, Graphviz frames are attached, and the document's height has held still for SETTLE_MS (a grid
+# or a lazily loaded component arrives after the first idle moment). Polled by `wait_for_function`.
+SETTLE_MS = 700
+_DRAWN_JS = """() => {
+    const drawn = (() => {
+        if (!document.querySelector('#_pages_content > *')) { return false; }
+        if (document.querySelector('._dash-loading, [data-dash-is-loading="true"]')) { return false; }
+        for (const graph of document.querySelectorAll('.dash-graph')) {
+            if (!graph.querySelector('.main-svg')) { return false; }
+        }
+        if (document.querySelector('[data-after-charts="waiting"]')) { return false; }
+        for (const frame of document.querySelectorAll('iframe.dot-view')) {
+            if (frame.dataset.ready !== '1') { return false; }
+        }
+        return true;
+    })();
+    const height = document.documentElement.scrollHeight, now = performance.now();
+    if (!drawn || window.__exportHeight !== height) {
+        window.__exportHeight = height;
+        window.__exportSince = now;
+        return false;
+    }
+    return now - window.__exportSince >= SETTLE_MS;
+}""".replace("SETTLE_MS", str(SETTLE_MS))
+
+
+class PageExportFailed(RuntimeError):
+    """The page could not be rendered; the message says why in one line."""
+
+
+@dataclass(frozen=True)
+class PageShot:
+    png: bytes
+    width: int  # CSS px
+    height: int  # CSS px: the document's full scroll height
+    scale: int
+
+
+def export_options(query: Mapping[str, str]) -> tuple[int, int]:
+    """(width in CSS px, device scale) asked for by the export's own query parameters."""
+    try:
+        width = int(float(query.get(WIDTH_PARAM) or DEFAULT_WIDTH))
+    except ValueError:
+        width = DEFAULT_WIDTH
+    try:
+        scale = round(float(query.get(SCALE_PARAM) or 1))
+    except ValueError:
+        scale = 1
+    return min(MAX_WIDTH, max(MIN_WIDTH, width)), scale if scale in SCALES else 1
+
+
+def page_query(query: Mapping[str, str], run_id: str) -> dict[str, str]:
+    """The page's own view state: the export's parameters dropped, the run fixed."""
+    state = {key: value for key, value in query.items() if key not in (WIDTH_PARAM, SCALE_PARAM)}
+    state["run"] = run_id
+    return state
+
+
+def local_base_url(environ: Mapping[str, Any], script_root: str = "") -> str:
+    """This server as reached on the connection's local address (werkzeug or gunicorn), e.g.
+    `http://127.0.0.1:8050`; never the Host header, which a client chooses."""
+    connection = environ.get("werkzeug.socket") or environ.get("gunicorn.socket")
+    if connection is not None:
+        host, port = connection.getsockname()[:2]
+    else:  # a WSGI server that does not expose its socket: its bind address
+        host, port = environ.get("SERVER_NAME", "127.0.0.1"), environ.get("SERVER_PORT", "80")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise PageExportFailed(f"cannot tell this server's own address (got {host!r})") from None
+    if address.is_unspecified:
+        address = ipaddress.ip_address("::1" if address.version == 6 else "127.0.0.1")
+    shown = f"[{address}]" if address.version == 6 else str(address)
+    scheme = environ.get("wsgi.url_scheme", "http")
+    return f"{scheme}://{shown}:{port}{script_root.rstrip('/')}"
+
+
+def page_url(base_url: str, page: str, state: Mapping[str, str]) -> str:
+    return f"{base_url}/{page}?{urlencode(state)}"
+
+
+def capture_page(url: str, width: int = DEFAULT_WIDTH, scale: int = 1, headers: Mapping[str, str] | None = None,
+                 cookies: Mapping[str, str] | None = None, timeout_ms: int = TIMEOUT_MS) -> PageShot:
+    """The page at `url`, once drawn, as one full-height PNG at `width` CSS px and `scale`x."""
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    executable = chromium_path()  # PngExportUnavailable names the package to install
+    if not _one_at_a_time.acquire(timeout=timeout_ms / 1000):
+        raise PageExportFailed("another page export is still running; try again in a minute")
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+            try:
+                context = browser.new_context(viewport={"width": width, "height": 900}, device_scale_factor=scale,
+                                              extra_http_headers=dict(headers or {}))
+                if cookies:
+                    context.add_cookies([{"name": name, "value": value, "url": url}
+                                         for name, value in cookies.items()])
+                page = context.new_page()
+                response = page.goto(url, wait_until="networkidle", timeout=timeout_ms)
+                if response is None or not response.ok:
+                    status = response.status if response is not None else "no answer"
+                    raise PageExportFailed(f"the page answered {status} to the export's browser")
+                page.evaluate("() => document.fonts.ready")
+                page.wait_for_function(_DRAWN_JS, timeout=timeout_ms, polling=100)
+                height = int(page.evaluate("() => document.documentElement.scrollHeight"))
+                if height * scale > MAX_HEIGHT_PX:
+                    raise PageExportFailed(f"the page is {height} px tall, more than one image can hold "
+                                           f"({MAX_HEIGHT_PX // scale} px at {scale}x); use the per-chart zip")
+                png = page.screenshot(full_page=True, type="png", animations="disabled", timeout=timeout_ms)
+                return PageShot(png, width, height, scale)
+            finally:
+                browser.close()
+    except PlaywrightError as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PageExportFailed(f"the export's browser failed: {first_line}") from None
+    finally:
+        _one_at_a_time.release()
+
+
+__all__ = ["PageExportFailed", "PageShot", "PngExportUnavailable", "capture_page", "export_options",
+           "local_base_url", "page_query", "page_url"]
