@@ -48,6 +48,7 @@ class _OutOfRange(ValueError):
 
     def __init__(self, text: str) -> None:
         super().__init__(f"number {text[:24]}{'…' if len(text) > 24 else ''} is out of range")
+        self.line: int | None = None  # where it stands, when that is not the enclosing cluster's label
 
 
 @dataclass
@@ -96,7 +97,7 @@ def _read_liveness(graph: DotGraph, kind: str, result: Interpretation) -> None:
         try:
             _read_buffer(graph, kind, cluster.nodes, match, parsed, result)
         except _OutOfRange as exc:
-            line = cluster.attr_lines.get("label", cluster.line)
+            line = exc.line or cluster.attr_lines.get("label", cluster.line)
             result.problems.append(f"line {line}: {memory} buffer {cluster.path}: {exc}; skipped")
     _check_summary(graph, result)
 
@@ -130,13 +131,17 @@ def _read_buffer(graph: DotGraph, kind: str, members: list[str], cluster: re.Mat
             result.problems.append(f"line {node.line}: channel label {node.attrs.get('label')!r} "
                                    "not understood; skipped")
             continue
-        uid = _bounded(channel["uid"])
+        try:
+            uid, src_op, dst_op = (_bounded(channel[part]) for part in ("uid", "src", "dst"))
+        except _OutOfRange as exc:
+            exc.line = node.line
+            raise
         channels.append(uid)
         operand_d_channels += channel["d"] is not None
         channel_rows.append({
             "uid": uid,
-            "src_op": _bounded(channel["src"]),
-            "dst_op": _bounded(channel["dst"]),
+            "src_op": src_op,
+            "dst_op": dst_op,
             "memory": memory,
             "name": parsed["name"],
             "operand_d": channel["d"] is not None,
