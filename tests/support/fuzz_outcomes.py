@@ -30,12 +30,15 @@ NEGATIVE = "negative duration/bytes"
 OUTCOMES = (OK, ERROR, MULTI_LINE, LIBRARY_TEXT, TRACEBACK, HANG, NEGATIVE)
 FAILURES = frozenset(OUTCOMES) - {OK, ERROR}
 
-# Text that only a library writes: exception class names, polars' hints, tracebacks, Rust panics.
+# Text that only a library writes: exception class names, polars' hints, tracebacks, Rust panics, and the
+# phrasing of msgspec, simd-json (polars' JSON reader), zlib, gzip and SQLite error messages.
 _LIBRARY_TEXT = re.compile(
     r"Traceback|\bHint:|polars|pyo3|panicked|PanicException|\b(?:Compute|InvalidOperation|Schema|Shape|ColumnNotFound"
     r"|Recursion|UnicodeDecode|Overflow|JSONDecode|Key|Type|Index|Attribute|Value|Decode|Validation|Operational"
     r"|Database|Integrity|Programming)Error\b|msgspec|sqlite3\.|consider (?:using|increasing|setting)|strict=False"
-    r"|infer_schema_length|(?:^|: )Error -?\d+ while"
+    r"|infer_schema_length|Error -?\d+ while|while decompressing|CRC check failed|JSON is malformed|TapeError"
+    r"|InternalError\(|\b(?:Syntax|InvalidUtf8|InvalidNumber|Expected[A-Z]\w*) at character"
+    r"|disk image is malformed|malformed database schema|codec can't decode"
 )
 # Columns that hold a byte count (or a memory size): never negative in a stored table.
 BYTE_COLUMNS = frozenset({"bytes", "shared_memory", "unpadded_bytes", "padded_bytes", "total_per_bank",
