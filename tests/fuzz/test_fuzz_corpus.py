@@ -17,41 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fuzz_known import HARD_FAILURES, WORDING_FAILURES
 from tests.support.fuzz_mutations import make_case, mutations_for
 from tests.support.fuzz_outcomes import FAILURES, LIBRARY_TEXT, OK, Outcome, ingest_outcome
 from tests.support.fuzz_seeds import FORMATS, build_seeds, stored_bytes
 
-CASES_PER_CLASS = {"dot_plain": 60, "dot_planner": 60}  # DOT parses in ~1 ms a case: more of them
+CASES_PER_CLASS = {"dot_plain": 60, "dot_planner": 60, "nsys": 60}  # cheap per case: more of them
 DEFAULT_CASES_PER_CLASS = 24
 CASE_SECONDS = 10.0  # the alarm: a parse of these ~200 KB seeds takes well under 0.1 s
 
-# (format, mutation class) pairs that fail on main, outside this branch's files: the Kineto, nsys and tt
-# collectors' error contract and validation are being fixed in the `errors` work of issue 14. The
-# coordinator removes an entry once that work is merged (strict=False: a pass meanwhile is fine).
-_KINETO_HARD = ("issue 14 defect 2 (Kineto): tracebacks: UnicodeDecodeError on non-UTF-8 bytes, RecursionError on "
-                "deep nesting, polars InvalidOperationError on 1e30 / 2^64 / -2^63 numbers")
-_TT_JSON_HARD = "issue 14 defect 2 (tt JSON): polars InvalidOperationError traceback on 1e30-sized numbers"
-_NSYS_HARD = "issue 14 defect 3 (nsys): rows with end < start are stored (negative durations in memcpy, api_calls)"
-_KINETO_WORDS = ("issue 14 Deliver 2 (Kineto): errors quote msgspec ('JSON is malformed: ...') and zlib "
-                 "('CRC check failed ...', 'Error -3 while decompressing data')")
-_TT_JSON_WORDS = "issue 14 Deliver 2 (tt JSON): errors quote polars' JSON reader ('Syntax at character N', TapeError)"
-_NSYS_WORDS = "issue 14 Deliver 2 (nsys): errors quote SQLite ('database disk image is malformed')"
-HARD_FAILURES: dict[tuple[str, str], str] = {
-    **{("kineto_json", m): _KINETO_HARD for m in ("deep_nesting", "extreme_number", "insert", "non_utf8")},
-    **{("kineto_gz", m): _KINETO_HARD for m in ("bit_flip", "deep_nesting", "extreme_number", "non_utf8")},
-    ("tt_json", "extreme_number"): _TT_JSON_HARD,
-    ("nsys", "sql_end_before_start"): _NSYS_HARD,
-}
-WORDING_FAILURES: dict[tuple[str, str], str] = {
-    **{("kineto_json", m): _KINETO_WORDS for m in ("bit_flip", "deep_nesting", "delete", "duplicate",
-                                                   "extreme_number", "garbage", "insert", "non_utf8", "pump",
-                                                   "truncate")},
-    **{("kineto_gz", m): _KINETO_WORDS for m in ("bit_flip", "deep_nesting", "delete", "duplicate", "extreme_number",
-                                                 "garbage", "insert", "non_utf8", "pump", "raw_bit_flip")},
-    **{("tt_json", m): _TT_JSON_WORDS for m in ("bit_flip", "deep_nesting", "delete", "duplicate", "extreme_number",
-                                                "garbage", "insert", "non_utf8", "pump", "truncate")},
-    **{("nsys", m): _NSYS_WORDS for m in ("bit_flip", "garbage")},
-}
 SEEDS = build_seeds()
 
 
