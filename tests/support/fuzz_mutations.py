@@ -233,7 +233,18 @@ def make_case(seeds: list[Seed], index: int, master_seed: int = 0, mutation: str
     """
     rng = random.Random(f"{master_seed}:{seeds[0].format}:{mutation}:{index}")
     seed = rng.choice(seeds)
+    # The id rebuilds the case: `format/mutation/master/index` when pinned, `format/master/index` when drawn.
+    case_id = f"{seed.format}/{master_seed}/{index}" if mutation is None else \
+        f"{seed.format}/{mutation}/{master_seed}/{index}"
     mutation = mutation if mutation is not None else rng.choice(mutations_for(seed))
     files = {seed.relpath: mutate(seed, mutation, rng)}
-    case_id = f"{seed.format}/{mutation}/{master_seed}/{index}"
     return Case(case_id, seed.format, seed.name, mutation, files)
+
+
+def parse_case_id(case_id: str) -> tuple[str, str | None, int, int]:
+    """(format, pinned mutation or None, master seed, index) of an id made by `make_case`."""
+    parts = case_id.split("/")
+    if len(parts) == 3:
+        return parts[0], None, int(parts[1]), int(parts[2])
+    format_name, mutation, master, index = parts
+    return format_name, mutation, int(master), int(index)
