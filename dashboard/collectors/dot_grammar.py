@@ -68,10 +68,11 @@ _TOKEN = re.compile(
     re.S,
 )
 # One separator between pairs: `\s*+(?:[,;]\s*+)?+`, never two adjacent `\s*` that could share the blanks.
-_ATTR_LIST = re.compile(rf"(?:\[\s*+(?:{_ANY_ID}\s*+=\s*+{_ANY_ID}\s*+(?:[,;]\s*+)?+)*+\]\s*+)++")
-_ATTR_PAIR = re.compile(rf"({_ANY_ID})\s*+=\s*+({_ANY_ID})")
+# re.S as in the lexer: a quoted string may continue on the next line after a backslash.
+_ATTR_LIST = re.compile(rf"(?:\[\s*+(?:{_ANY_ID}\s*+=\s*+{_ANY_ID}\s*+(?:[,;]\s*+)?+)*+\]\s*+)++", re.S)
+_ATTR_PAIR = re.compile(rf"({_ANY_ID})\s*+=\s*+({_ANY_ID})", re.S)
 _ATTR_STEP = re.compile(rf"(?P<sep>[\s,;\[\]]++)|(?P<pair>{_ANY_ID}\s*+=\s*+{_ANY_ID})|(?P<bad>.)", re.S)
-_STRING_PART = re.compile(_STRING)
+_STRING_PART = re.compile(_STRING, re.S)
 _KEYWORDS = {"strict": "STRICT", "graph": "GRAPH", "digraph": "DIGRAPH", "node": "NODE", "edge": "EDGE",
              "subgraph": "SUBGRAPH"}
 _PUNCT = {"{": "LBRACE", "}": "_RBRACE", "=": "_EQUAL"}
@@ -132,12 +133,13 @@ class DotGraph:
     clusters: dict[str, DotCluster] = field(default_factory=dict)
 
 
-_ESCAPE = re.compile(r'\\(["\\nlr])')
-_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "l": "\n", "r": "\n"}
+_ESCAPE = re.compile(r'\\(["\\nlr\n])')
+# A backslash before a line break continues the string on the next line (the C convention DOT follows).
+_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "l": "\n", "r": "\n", "\n": ""}
 
 
 def unescape(value: str) -> str:
-    """A DOT string's text: `\\"` becomes `"` and the label escapes `\\n \\l \\r` become newlines."""
+    """A DOT string's text: `\\"` becomes `"`, the label escapes `\\n \\l \\r` newlines, backslash-newline nothing."""
     if "\\" not in value:
         return value
     return _ESCAPE.sub(lambda match: _ESCAPES[match.group(1)], value)

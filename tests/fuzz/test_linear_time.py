@@ -44,7 +44,7 @@ CASES: dict[str, Callable[[], object]] = {
     "dot comment unclosed": _dot("digraph G {\n /*" + "*" * N + "\n}"),
     "dot ports": _dot("digraph G {\n a" + " : p" * (N // 4) + " : \n}"),
     "dot blanks and semicolons": _dot("digraph G {" + " ;" * (N // 2) + " !"),
-    "dot numerals": _dot("digraph G {\n" + "1." * (N // 2) + "\n}"),
+    "dot numerals": _dot("digraph G {\n a [k=" + "1." * (N // 2) + "]\n}"),
     # Finding a graph in a file and the planner's blocks in a log.
     "graph start line": lambda: triton_ws._GRAPH_START.fullmatch("digraph" + " " * N + "!"),
     "header line": lambda: triton_ws._HEADER_LINE.match("=== " + " ===\t" * (N // 5) + "x"),
