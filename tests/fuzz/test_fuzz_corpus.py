@@ -22,6 +22,9 @@ from tests.support.fuzz_mutations import make_case, mutations_for
 from tests.support.fuzz_outcomes import FAILURES, LIBRARY_TEXT, OK, Outcome, ingest_outcome
 from tests.support.fuzz_seeds import FORMATS, build_seeds, stored_bytes
 
+# A backstop for a hang inside C code, which the per-case SIGALRM cannot interrupt (thread method: the
+# signal method would take over the same alarm).
+pytestmark = pytest.mark.timeout(300, method="thread")
 CASES_PER_CLASS = {"dot_plain": 60, "dot_planner": 60, "nsys": 60}  # cheap per case: more of them
 DEFAULT_CASES_PER_CLASS = 24
 CASE_SECONDS = 10.0  # the alarm: a parse of these ~200 KB seeds takes well under 0.1 s

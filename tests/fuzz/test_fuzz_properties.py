@@ -21,6 +21,9 @@ from tests.support.fuzz_mutations import EXTREMES, make_case, mutations_for
 from tests.support.fuzz_outcomes import FAILURES, ingest_outcome, time_limit
 from tests.support.fuzz_seeds import FORMATS, build_seeds
 
+# A backstop for a hang inside C code, which the per-case SIGALRM cannot interrupt (thread method: the
+# signal method would take over the same alarm).
+pytestmark = pytest.mark.timeout(300, method="thread")
 SEEDS = build_seeds()
 FUZZ = settings(derandomize=True, deadline=None, max_examples=60, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -19,6 +19,9 @@ from dashboard.analysis import timeline_lanes
 from dashboard.collectors import dot_grammar, kineto_ranges, triton_ws, triton_ws_blocks, triton_ws_semantics
 from tests.support.fuzz_outcomes import time_limit
 
+# A backstop for a hang inside C code, which the per-case SIGALRM cannot interrupt (thread method: the
+# signal method would take over the same alarm).
+pytestmark = pytest.mark.timeout(300, method="thread")
 N = 200_000
 
 
