@@ -46,11 +46,42 @@ def copy_name(kind: pl.Expr) -> pl.Expr:
             .otherwise(pl.concat_str(pl.lit("memcpy "), kind).fill_null("memcpy")))
 
 
-_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
-_PARAMETERS = re.compile(r"\([^()]*\)")
 # Generic kernels whose functor (in the template arguments) is what tells them apart.
 _GENERIC_KERNELS = ("elementwise_kernel", "reduce_kernel", "multi_tensor_apply_kernel")
-_FUNCTOR = re.compile(r"(\w*(?:Functor|functor)\w*|\w+KernelImpl)")
+_WORD = re.compile(r"\w++")
+
+
+def _without_brackets(text: str, opening: str, closing: str) -> str:
+    """`text` without its balanced `opening...closing` groups (nested ones included); stray ones stay.
+
+    One pass with a stack: removing innermost groups until nothing changes took a pass per nesting level,
+    quadratic on a name nested thousands deep.
+    """
+    kept: list[str] = []
+    opened: list[int] = []  # where in `kept` each still-open bracket stands
+    for char in text:
+        if char == opening:
+            opened.append(len(kept))
+        elif char == closing and opened:
+            del kept[opened.pop():]
+            continue
+        kept.append(char)
+    return "".join(kept)
+
+
+def _functor(name: str) -> str | None:
+    r"""The first word naming a functor (`...Functor...`, `...functor...`, or up to `...KernelImpl`).
+
+    Word by word in Python: the regex `\w*Functor\w*` rescanned a long word from each of its characters.
+    """
+    for match in _WORD.finditer(name):
+        word = match.group()
+        if "Functor" in word or "functor" in word:
+            return word
+        impl = word.rfind("KernelImpl")
+        if impl >= 1:
+            return word[: impl + len("KernelImpl")]
+    return None
 
 
 def display_name(name: str, kind: str = "kernel", limit: int = 72) -> str:
@@ -62,14 +93,11 @@ def display_name(name: str, kind: str = "kernel", limit: int = 72) -> str:
     text = name.strip()
     if kind == "kernel":
         text = text.removeprefix("void ").replace("(anonymous namespace)::", "")
-        for pattern in (_TEMPLATE_ARGS, _PARAMETERS):
-            previous = None
-            while previous != text:
-                previous, text = text, pattern.sub("", text)
+        text = _without_brackets(_without_brackets(text, "<", ">"), "(", ")")
         text = text.split("::")[-1].strip() or name
-        functor = _FUNCTOR.search(name) if text.endswith(_GENERIC_KERNELS) else None
+        functor = _functor(name) if text.endswith(_GENERIC_KERNELS) else None
         if functor:
-            text = f"{text}[{functor.group(1)}]"
+            text = f"{text}[{functor}]"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

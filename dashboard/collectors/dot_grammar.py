@@ -39,20 +39,24 @@ subgraph: (SUBGRAPH ID?)? LBRACE stmts? _RBRACE
 %declare STRICT GRAPH DIGRAPH NODE EDGE SUBGRAPH EDGEOP ID ATTRS LBRACE _RBRACE _EQUAL
 """
 
-_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
-_HTML = r"<(?:[^<>]+|<[^<>]*>)*>"  # HTML labels: text and tags (<TD>, <B>...) inside one <...>
-_NUMERAL = r"-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)"
-_NAME = r"[A-Za-z_\u0080-\uffff][A-Za-z0-9_.\u0080-\uffff]*"
-_ANY_ID = rf"{_STRING}(?:\s*\+\s*{_STRING})*|{_HTML}|{_NUMERAL}|{_NAME}"
+# Linear time on any input (a hostile upload must not pin a worker): every repetition is possessive
+# (`*+`, `++`) or atomic (`(?>...)`), and the alternatives inside a loop start with different characters,
+# so a failed match never re-splits what a loop already consumed. With plain `*` an unclosed `[xxxx...`
+# took time x4 per two characters (issue 14).
+_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+_HTML = r"<(?:[^<>]++|<[^<>]*+>)*+>"  # HTML labels: text and tags (<TD>, <B>...) inside one <...>
+_NUMERAL = r"-?(?:\.[0-9]++|[0-9]++(?:\.[0-9]*+)?+)"
+_NAME = r"[A-Za-z_\u0080-\uffff][A-Za-z0-9_.\u0080-\uffff]*+"
+_ANY_ID = rf"(?>{_STRING}(?:\s*+\+\s*+{_STRING})*+|{_HTML}|{_NUMERAL}|{_NAME})"
 
 # A port (`node:port:compass`) only steers where an edge touches a node's box: the lexer drops it.
-_PORT = rf"(?:\s*:\s*(?:{_STRING}|{_NAME}|{_NUMERAL}))*"
+_PORT = rf"(?:\s*+:\s*+(?>{_STRING}|{_NAME}|{_NUMERAL}))*+"
 _TOKEN = re.compile(
     "|".join(
         [
-            r"(?P<SKIP>(?:[ \t\r\n\f;]+|//[^\n]*|/\*[\s\S]*?\*/|(?m:^#[^\n]*))+)",
-            rf"(?P<ATTRS>(?:\[(?:[^\]\"<]+|{_STRING}|{_HTML})*\]\s*)+)",
-            rf"(?P<STRING>{_STRING}(?:\s*\+\s*{_STRING})*){_PORT}",
+            r"(?P<SKIP>(?:[ \t\r\n\f;]++|//[^\n]*+|(?>/\*[\s\S]*?\*/)|(?m:^#[^\n]*+))++)",
+            rf"(?P<ATTRS>(?:\[(?:[^\]\"<]++|{_STRING}|{_HTML})*+\]\s*+)++)",
+            rf"(?P<STRING>{_STRING}(?:\s*+\+\s*+{_STRING})*+){_PORT}",
             rf"(?P<HTML>{_HTML})",
             r"(?P<EDGEOP>->|--)",
             rf"(?P<NUMERAL>{_NUMERAL}){_PORT}",
@@ -63,14 +67,19 @@ _TOKEN = re.compile(
     ),
     re.S,
 )
-_ATTR_LIST = re.compile(rf"(?:\[\s*(?:(?:{_ANY_ID})\s*=\s*(?:{_ANY_ID})\s*[,;]?\s*)*\]\s*)+")
-_ATTR_PAIR = re.compile(rf"({_ANY_ID})\s*=\s*({_ANY_ID})")
-_ATTR_STEP = re.compile(rf"(?P<sep>[\s,;\[\]]+)|(?P<pair>(?:{_ANY_ID})\s*=\s*(?:{_ANY_ID}))|(?P<bad>.)", re.S)
-_STRING_PART = re.compile(_STRING)
+# One separator between pairs: `\s*+(?:[,;]\s*+)?+`, never two adjacent `\s*` that could share the blanks.
+# re.S as in the lexer: a quoted string may continue on the next line after a backslash.
+_ATTR_LIST = re.compile(rf"(?:\[\s*+(?:{_ANY_ID}\s*+=\s*+{_ANY_ID}\s*+(?:[,;]\s*+)?+)*+\]\s*+)++", re.S)
+_ATTR_PAIR = re.compile(rf"({_ANY_ID})\s*+=\s*+({_ANY_ID})", re.S)
+_ATTR_STEP = re.compile(rf"(?P<sep>[\s,;\[\]]++)|(?P<pair>{_ANY_ID}\s*+=\s*+{_ANY_ID})|(?P<bad>.)", re.S)
+_STRING_PART = re.compile(_STRING, re.S)
 _KEYWORDS = {"strict": "STRICT", "graph": "GRAPH", "digraph": "DIGRAPH", "node": "NODE", "edge": "EDGE",
              "subgraph": "SUBGRAPH"}
 _PUNCT = {"{": "LBRACE", "}": "_RBRACE", "=": "_EQUAL"}
 _ID_KINDS = frozenset(("STRING", "HTML", "NUMERAL"))
+# Subgraphs are assembled recursively (a few frames per level); a cap keeps a hostile `{{{{...` a syntax
+# error instead of a RecursionError. Real graphs nest clusters a handful of levels deep.
+MAX_NESTING = 100
 
 
 class DotSyntaxError(ValueError):
@@ -124,12 +133,13 @@ class DotGraph:
     clusters: dict[str, DotCluster] = field(default_factory=dict)
 
 
-_ESCAPE = re.compile(r'\\(["\\nlr])')
-_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "l": "\n", "r": "\n"}
+_ESCAPE = re.compile(r'\\(["\\nlr\n])')
+# A backslash before a line break continues the string on the next line (the C convention DOT follows).
+_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "l": "\n", "r": "\n", "\n": ""}
 
 
 def unescape(value: str) -> str:
-    """A DOT string's text: `\\"` becomes `"` and the label escapes `\\n \\l \\r` become newlines."""
+    """A DOT string's text: `\\"` becomes `"`, the label escapes `\\n \\l \\r` newlines, backslash-newline nothing."""
     if "\\" not in value:
         return value
     return _ESCAPE.sub(lambda match: _ESCAPES[match.group(1)], value)
@@ -184,7 +194,7 @@ class _DotLexer(Lexer):
         pass
 
     def lex(self, text: str) -> Iterator[_Tok]:  # type: ignore[override]
-        line, last = 1, 0
+        line, last, depth = 1, 0, 0
         count = text.count
         for match in _TOKEN.finditer(text):
             kind = match.lastgroup
@@ -200,6 +210,9 @@ class _DotLexer(Lexer):
                 kind = "ID"
             elif kind == "PUNCT":
                 kind = _PUNCT[value]
+                depth += (kind == "LBRACE") - (kind == "_RBRACE")
+                if depth > MAX_NESTING:
+                    raise DotSyntaxError(line, f"braces nested more than {MAX_NESTING} deep")
             elif kind == "BAD":
                 hint = _BAD_CHAR_HINTS.get(value)
                 what = f"unexpected character {value!r}" + (f" ({hint}?)" if hint else "")

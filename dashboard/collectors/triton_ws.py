@@ -53,8 +53,9 @@ _PLANNER_LOG = re.compile(
     re.M,
 )
 # `[strict] (di)graph [name] [{ ...]` alone on its line; a prose line such as "Graph of ..." is not DOT.
+# Possessive (`*+`, `?+`): the blanks before an absent name are not retried by `[ \t]*` (linear on any line).
 _GRAPH_START = re.compile(
-    r'[ \t]*(?:strict[ \t]+)?(?:di)?graph(?:[ \t]+(?:"(?:[^"\\]|\\.)*"|[\w.\-]+))?[ \t]*(?:\{.*)?', re.I
+    r'[ \t]*+(?:strict[ \t]++)?+(?:di)?graph(?:[ \t]++(?:"(?:[^"\\]|\\.)*+"|[\w.\-]++))?+[ \t]*+(?:\{.*)?', re.I
 )
 _HEADER_LINE = re.compile(r"[ \t]*(?:$|//|#|=== .* ===[ \t]*$)")
 _HEADER_LINES = 50

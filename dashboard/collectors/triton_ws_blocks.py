@@ -24,11 +24,14 @@ from dashboard.collectors.dot_grammar import DotSyntaxError
 _BLOCK_START = re.compile(r"^digraph (SmemBufferLiveness|TmemBufferLiveness|CombinedGraph) \{[ \t]*$", re.M)
 _BLOCK_END = re.compile(r"^\}[ \t]*$", re.M)
 _KIND_OF = {"SmemBufferLiveness": "smem", "CombinedGraph": "combined", "TmemBufferLiveness": "tmem"}
-_DUMPED = re.compile(r"^Dumped (SMEM liveness|combined graph|TMEM liveness) to: (?P<path>\S.*?)\s*$", re.M)
+# The path runs to the end of its line (trailing blanks are stripped in code): a lazy `.*?` followed by
+# `\s*$` retried the blanks from every position, quadratic in a long line of spaces.
+_DUMPED = re.compile(r"^Dumped (SMEM liveness|combined graph|TMEM liveness) to: (?P<path>\S[^\n]*+)", re.M)
 _DUMPED_KIND = {"SMEM liveness": "smem", "combined graph": "combined", "TMEM liveness": "tmem"}
 _DUMP_NAME = re.compile(r"^(?P<kind>smem_liveness|combined_graph|tmem_liveness)_(?P<counter>\d+)\.dot$")
 _NAME_KIND = {"smem_liveness": "smem", "combined_graph": "combined", "tmem_liveness": "tmem"}
-_KERNEL = re.compile(r"^\s*tt\.func\b[^@\n]*@(?P<name>[\w.$]+)", re.M)
+# Blanks within the line only: `^\s*` crossed newlines, rescanning a run of blank lines from each of them.
+_KERNEL = re.compile(r"^[^\S\n]*+tt\.func\b[^@\n]*+@(?P<name>[\w.$]++)", re.M)
 
 
 @dataclass
@@ -87,8 +90,8 @@ def find_blocks(text: str, source: Path) -> tuple[list[Block], list[str]]:
                       start.start())
         dumped = _DUMPED.search(text, end.end(), limit)
         if dumped is not None and _DUMPED_KIND[dumped.group(1)] == block.kind:
-            block.dumped_to = dumped["path"]
-            block.counter = _counter_of(Path(dumped["path"]).name)
+            block.dumped_to = dumped["path"].rstrip()
+            block.counter = _counter_of(Path(block.dumped_to).name)
         blocks.append(block)
     return blocks, problems
 

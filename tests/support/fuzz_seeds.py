@@ -1,0 +1,117 @@
+"""Seed inputs for the fuzz suite: the project's own generated fixtures, one small set per format.
+
+Every seed comes from the demo generators (`dashboard/demo`), cut down so one ingest takes
+milliseconds, except plain DOT, which no generator writes: `PLAIN_DOT` below exercises the
+grammar's corners (clusters, HTML labels, ports, `+` joins, comments, subgraph edges).
+Seeds are bytes held in memory; `tests.support.fuzz_mutations` turns them into cases.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from dashboard.demo import kineto_trace, nsys_export, tt_memory_log, ws_dumps
+
+# How a seed's bytes are stored on disk, which decides how it is mutated.
+TEXT, GZIP, SQLITE = "text", "gzip", "sqlite"
+
+FORMATS = ("kineto_json", "kineto_gz", "nsys", "tt_log", "tt_json", "dot_planner", "dot_plain")
+
+# Kineto events kept in the seed (of ~2,500): a few hundred kernels, ops and runtime calls.
+_KINETO_EVENTS = 1000
+# The tt run folder name carries the script and start time; the collector reads it.
+_TT_RUN = "vae_decode_20260301_101500"
+
+PLAIN_DOT = r"""/* A plain graph: what a user might export from any tool. */
+// line comment
+# preprocessor-style line
+strict digraph "pipeline" {
+  graph [rankdir=LR, label="data \"flow\"" + " graph", fontsize=12.5];
+  node [shape=box; style="rounded,filled" fillcolor="#eeeeff"];
+  edge [color=gray40, arrowsize=.8];
+  subgraph cluster_load {
+    label = "load";
+    subgraph cluster_disk { label=<<B>disk</B> &amp; <I>cache</I>>; read; seek [label="seek\nfile"]; }
+    decode [label=<<TABLE><TR><TD>decode</TD><TD PORT="out">out</TD></TR></TABLE>>];
+  }
+  subgraph cluster_compute { label="compute"; matmul -> relu -> matmul2; -12.5 [label="a numeral id"]; }
+  read -> decode:out:e -> matmul [weight=2, label="tensor 128x128"];
+  seek:s -> {decode matmul} [style=dashed];
+  subgraph { rank=same; relu; "quoted id" }
+  "quoted id" -> -12.5 -> read;
+  é_unicode -> read [label="unicode ✓"];
+}
+graph undirected { a -- b -- c; b -- d [penwidth=2]; }
+"""
+
+
+@dataclass(frozen=True)
+class Seed:
+    """One seed file: its path inside a case folder, its bytes, and how it is stored."""
+
+    format: str
+    name: str  # what reports call it, e.g. "combined_graph_1.dot"
+    relpath: str  # where the case writes it (a folder name can matter: tt run folders, planner names)
+    data: bytes
+    storage: str = TEXT
+
+
+def _kineto_text() -> str:
+    document, _ = kineto_trace.build_trace(0)
+    document["traceEvents"] = document["traceEvents"][:_KINETO_EVENTS]
+    return json.dumps(document)
+
+
+def _nsys_bytes() -> bytes:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "report.sqlite"
+        nsys_export.write_export(path, nsys_export.ExportOptions(steps=1, layers=1, seed=3))
+        # One file, no journal: the seed must be the whole database.
+        connection = sqlite3.connect(path)
+        connection.execute("PRAGMA journal_mode=DELETE")
+        connection.close()
+        return path.read_bytes()
+
+
+def _tt_files() -> dict[str, bytes]:
+    with tempfile.TemporaryDirectory() as folder:
+        [run] = tt_memory_log.write(Path(folder), n_ops=60)
+        return {path.name: path.read_bytes() for path in sorted(run.iterdir())}
+
+
+def _planner_files() -> dict[str, bytes]:
+    with tempfile.TemporaryDirectory() as folder:
+        paths = ws_dumps.write_dump_folder(Path(folder), [(ws_dumps.attention_kernel(sub_tiles=1), True),
+                                                          (ws_dumps.gemm_kernel(debug=False), False)])
+        files = {path.name: path.read_bytes() for path in paths}
+    log = ws_dumps.debug_log_text([("gemm_kernel", ws_dumps.gemm_kernel(debug=True), True)], dump_dir="/tmp/ws")
+    files["planner_debug.log"] = log.encode()
+    return files
+
+
+def build_seeds() -> dict[str, list[Seed]]:
+    """Every format's seeds (deterministic: the generators use fixed seeds)."""
+    kineto = _kineto_text().encode()
+    tt = _tt_files()
+    seeds: dict[str, list[Seed]] = {
+        "kineto_json": [Seed("kineto_json", "trace.json", "trace.json", kineto)],
+        "kineto_gz": [Seed("kineto_gz", "trace.json.gz", "trace.pt.trace.json.gz", kineto, GZIP)],
+        "nsys": [Seed("nsys", "report.sqlite", "report.sqlite", _nsys_bytes(), SQLITE)],
+        "tt_log": [Seed("tt_log", name, f"{_TT_RUN}/{name}", data) for name, data in tt.items()
+                   if name.endswith(".log")],
+        "tt_json": [Seed("tt_json", name, f"{_TT_RUN}/{name}", data) for name, data in tt.items()
+                    if name.endswith("_memory.json")],
+        "dot_planner": [Seed("dot_planner", name, f"ws/{name}", data) for name, data in _planner_files().items()],
+        "dot_plain": [Seed("dot_plain", "graph.dot", "graph.dot", PLAIN_DOT.encode())],
+    }
+    return seeds
+
+
+def stored_bytes(seed: Seed, content: bytes) -> bytes:
+    """What goes on disk for a (mutated) content of a text or gzip seed."""
+    return gzip.compress(content, compresslevel=1, mtime=0) if seed.storage == GZIP else content
