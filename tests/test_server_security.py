@@ -323,3 +323,31 @@ def test_the_development_server_names_no_versions(tmp_path: Path) -> None:
         process.terminate()
         process.wait(timeout=20)
     assert server == "dashboard"
+
+
+def test_a_callback_that_prevents_its_update_answers_204_not_400() -> None:
+    """PreventUpdate is a CallbackException, but it is a callback's normal "no change": Dash's 204.
+
+    The guard that turns ill-fitting callback requests into 400s once caught it too, and every page
+    that declines an update (the kernels page when its inputs echo what is drawn) showed a console error.
+    """
+    import dash
+    from dash import Input, Output, html
+    from dash.exceptions import PreventUpdate
+
+    from dashboard.server_security import install_security
+
+    app = dash.Dash(__name__)
+    app.layout = html.Div([html.Button(id="b"), html.Div(id="out")])
+
+    @app.callback(Output("out", "children"), Input("b", "n_clicks"))
+    def never(_clicks: int | None) -> str:
+        raise PreventUpdate
+
+    install_security(app)
+    client = app.server.test_client()
+    client.get("/")
+    body = {"output": "out.children", "outputs": {"id": "out", "property": "children"},
+            "inputs": [{"id": "b", "property": "n_clicks", "value": 1}], "changedPropIds": ["b.n_clicks"]}
+    response = client.post("/_dash-update-component", json=body)
+    assert response.status_code == 204
