@@ -34,6 +34,7 @@ from dashboard.collectors.base import (
 COLLECTOR_MODULES: tuple[str, ...] = (
     "dashboard.collectors.nsys",
     "dashboard.collectors.tt_memory",
+    "dashboard.collectors.triton_ir",
     "dashboard.collectors.triton_ws",
     "dashboard.collectors.kineto",
 )
