@@ -5,7 +5,8 @@ Sources (../shared/formats/triton-ir.md):
   header generations; Failed and SoftwarePipeliner-internal dumps; many kernels
   and compiles; a kernel filter's log), an `LLVM_IR_ENABLE_DUMP` log;
 * a Triton cache or `TRITON_KERNEL_DUMP` folder: stage files and metadata JSON;
-* any folder of these. A log that also holds warp-specialization planner DOT
+* any folder of these, with the Python files defining the kernels (`@triton.jit`),
+  kept with the run so the page shows their lines. A log that also holds warp-specialization planner DOT
   blocks is read by the planner collector too, so one run holds both.
 
 Tables: `ir_steps`, `ir_text`, `ir_locs`, `ir_kernels` (schema.py). Layers:
@@ -40,6 +41,11 @@ def is_dump_log(head: bytes) -> bool:
     return bool(find_headers(head[:cut]))
 
 
+def is_kernel_source(head: bytes) -> bool:
+    """A Python file defining Triton kernels: kept with the run so the page can show its lines."""
+    return b"@triton.jit" in head or b"@gluon.jit" in head or b"@triton.autotune" in head
+
+
 def _is_stage_content(probe: Probe) -> bool:
     head = probe.head
     if head.startswith(b"\x7fELF"):
@@ -64,7 +70,7 @@ class TritonIrCollector:
                    "kernel-dump folder (stage files + metadata JSON)")
 
     def sniff(self, probe: Probe) -> bool:
-        return is_dump_log(probe.head) or _is_stage_content(probe)
+        return is_dump_log(probe.head) or _is_stage_content(probe) or is_kernel_source(probe.head)
 
     def collect(self, sources: Sequence[Path], progress: ProgressFn) -> Collected:
         texts = TextStore()
@@ -74,9 +80,13 @@ class TritonIrCollector:
         planner_logs: list[Path] = []
         folders: dict[Path, list[Path]] = {}
         logs: list[Path] = []
+        python_sources: list[str] = []
         for path in map(Path, sources):
-            if is_dump_log(probe_file(path).head):
+            head = probe_file(path).head
+            if is_dump_log(head):
                 logs.append(path)
+            elif is_kernel_source(head) and not _is_stage_content(probe_file(path)):
+                python_sources.append(str(path))
             else:
                 folders.setdefault(path.parent, []).append(path)
         total = sum(path.stat().st_size for path in logs) or 1
@@ -110,8 +120,11 @@ class TritonIrCollector:
             "ir_text": pl.DataFrame(texts.rows, schema=schema_of("ir_text")),
         }
         frames["ir_locs"] = _locations(frames["ir_steps"], texts)
+        if not steps:
+            raise IngestError(sources[0], "Triton kernel sources without any compiler output (dump log, cache "
+                                          "folder) to show them with")
         metadata: dict[str, Any] = {"logs": log_info, "folders": [str(f) for f in folders],
-                                    "distinct_texts": len(texts)}
+                                    "distinct_texts": len(texts), "python_sources": python_sources}
         if planner_logs:
             self._add_planner(planner_logs, frames, metadata, warnings, progress)
         progress(1.0, "compiler output read")
