@@ -29,7 +29,7 @@ from dashboard.collectors.triton_ir.bodies import TextStore
 from dashboard.collectors.triton_ir.folders import metadata_kind, read_folder, stage_of
 from dashboard.collectors.triton_ir.headers import find_headers
 from dashboard.collectors.triton_ir.locs import locations
-from dashboard.collectors.triton_ir.logs import read_log
+from dashboard.collectors.triton_ir.logs import PLANNER_MARK, read_log
 from dashboard.schema import schema_of
 
 IR_TABLES = ("ir_steps", "ir_text", "ir_locs", "ir_kernels")
@@ -70,6 +70,11 @@ class TritonIrCollector:
                    "kernel-dump folder (stage files + metadata JSON)")
 
     def sniff(self, probe: Probe) -> bool:
+        if PLANNER_MARK.search(probe.head):
+            # A short planner debug log (its graphs within the first 64 KiB) stays the planner
+            # collector's, as before this collector existed. A real one, megabytes of IR dumps before
+            # the planner speaks, is read here, and its graphs by the planner collector too.
+            return False
         return is_dump_log(probe.head) or _is_stage_content(probe) or is_kernel_source(probe.head)
 
     def collect(self, sources: Sequence[Path], progress: ProgressFn) -> Collected:

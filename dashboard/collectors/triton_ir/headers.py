@@ -14,7 +14,8 @@ from dataclasses import dataclass
 # What precedes `IR Dump ` on a header line. Headers are found with bytes.find (memchr speed) and
 # these prefixes: the collector never looks at a body line in Python.
 HEADER_MARK = b"IR Dump "
-HEADER_PREFIXES = (b"// -----// ", b"// -----// SoftwarePipeliner internal ", b"; *** ", b"*** ", b"# *** ")
+HEADER_PREFIXES = (b"// -----// ", b"; *** ", b"*** ", b"# *** ")
+_INTERNAL_PREFIX = re.compile(rb"// -----// \w+ internal ")
 
 
 def find_headers(block: bytes) -> list[tuple[int, int]]:
@@ -25,7 +26,8 @@ def find_headers(block: bytes) -> list[tuple[int, int]]:
         start = block.rfind(b"\n", 0, position) + 1
         end = block.find(b"\n", position)
         end = len(block) if end < 0 else end + 1
-        if block[start:position] in HEADER_PREFIXES:
+        prefix = block[start:position]
+        if prefix in HEADER_PREFIXES or _INTERNAL_PREFIX.fullmatch(prefix):
             found.append((start, end))
         position = block.find(HEADER_MARK, end)
     return found
@@ -38,7 +40,8 @@ _MLIR_OLD = re.compile(
     r"^// -----// IR Dump (?P<when>Before|After) (?P<pass>.+?)(?P<failed> Failed)?(?: \((?P<arg>[^)(]*(?:\{.*\})?)\))?"
     r" \('(?P<anchor>[\w.]+)' operation(?:: @(?P<symbol>[^)]+))?\) //----- //\s*$"
 )
-_INTERNAL = re.compile(r"^// -----// SoftwarePipeliner internal IR Dump (?P<when>Before|After): ?(?P<pass>.*?)\s*$")
+# Passes' own snapshots: `SoftwarePipeliner internal IR Dump After: LowerLoops`, `WarpSpec internal ...`.
+_INTERNAL = re.compile(r"^// -----// (?P<who>\w+) internal IR Dump (?P<when>Before|After): ?(?P<pass>.*?)\s*$")
 # New pass manager: `; *** IR Dump After InstCombinePass on add_kernel ***`; legacy (codegen) pass
 # manager: `*** IR Dump After SROA (sroa) ***`, and `# *** ... ***` before machine-code (MIR) dumps.
 _LLVM = re.compile(r"^(?P<prefix>; |# )?\*\*\* IR Dump (?P<when>Before|After) (?P<pass>.+?)(?P<failed> Failed)?"
@@ -75,7 +78,7 @@ def parse_header(line: str) -> Header | None:
             return Header(kind, match["pass"], arg or None, anchor, match["symbol"], "mlir")
     match = _INTERNAL.match(line)
     if match:
-        return Header("internal", f"SoftwarePipeliner {match['pass'] or '?'}".strip(), None, "module", None, "mlir")
+        return Header("internal", f"{match['who']} {match['pass'] or '?'}".strip(), None, "module", None, "mlir")
     match = _LLVM.match(line)
     if match:
         target = (match["target"] or "").strip()

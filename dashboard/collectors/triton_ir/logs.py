@@ -18,9 +18,14 @@ from dashboard.collectors.triton_ir.bodies import DIALECTS, TextStore, python_fi
 from dashboard.collectors.triton_ir.headers import Header, pass_option
 from dashboard.collectors.triton_ir.stream import read_pieces
 
-# Lines that tell a planner debug log (same markers as collectors/triton_ws.py), searched only in non-dump text.
+# Lines that tell a planner debug log (the markers collectors/triton_ws.py sniffs), searched only in
+# non-dump text.
 PLANNER_MARK = re.compile(
-    rb"^digraph (?:SmemBufferLiveness|TmemBufferLiveness|CombinedGraph) \{|^\[(?:MemoryPlanner|doMemoryPlanner)\] ",
+    rb"^digraph (?:SmemBufferLiveness|TmemBufferLiveness|CombinedGraph) \{"
+    rb"|^=== (?:SMEM Buffer Liveness Graph|TMEM Buffer Liveness Graph|Combined Key Ops \+ Channel Graph)"
+    rb"|^\[(?:MemoryPlanner|doMemoryPlanner|MemoryPlannerTmem)\] "
+    rb"|^Dumped (?:SMEM liveness|combined graph|TMEM liveness) to: "
+    rb"|\[nvgpu-ws-memory-planner\]",
     re.M,
 )
 _TO_TTGIR = ("ConvertTritonToTritonGPU", "ConvertTritonToTritonGPUWarp")
