@@ -19,7 +19,7 @@ from dashboard.analysis.compiler import SideRow
 MAX_RENDER_LINES = 1500  # longer texts show a window of this many lines; the download has all of them
 
 _TOKEN = re.compile(
-    r"(?P<comment>(?://|; )[^\n]*)"
+    r"(?P<comment>//[^\n]*|(?<![\w#]); [^\n]*)"  # `; x` after an entity (`&gt;`) is not an LLVM comment
     r'|(?P<string>"[^"\n]*")'
     r"|(?P<loc>\bloc\(|#loc\d*)"
     r"|(?P<alias>#[\w.]+)"
@@ -31,13 +31,18 @@ _TOKEN = re.compile(
 )
 
 
+def _escape(text: str) -> str:
+    # Braces too: dcc.Markdown drops a raw-HTML block holding a bare `{` (MLIR regions and attributes).
+    return html.escape(text, quote=False).replace("{", "&#123;").replace("}", "&#125;")
+
+
 def _colour(match: re.Match[str]) -> str:
     return f'<span class="tk-{match.lastgroup}">{match.group()}</span>'
 
 
 @lru_cache(maxsize=64)
 def _coloured(text: str) -> tuple[str, ...]:
-    return tuple(_TOKEN.sub(_colour, html.escape(text, quote=False)).split("\n"))
+    return tuple(_TOKEN.sub(_colour, _escape(text)).split("\n"))
 
 
 def colour_lines(text: str) -> list[str]:
@@ -81,7 +86,7 @@ def unified_html(diff: Sequence[str]) -> str:
     for line in diff[: 2 * MAX_RENDER_LINES]:
         kind = ("d-hunk" if line.startswith("@@") else "d-file" if line.startswith(("+++", "---"))
                 else "d-add" if line.startswith("+") else "d-del" if line.startswith("-") else "")
-        rows.append(f'<span class="code-line {kind}">{html.escape(line, quote=False) or " "}</span>')
+        rows.append(f'<span class="code-line {kind}">{_escape(line) or " "}</span>')
     return f'<pre class="ir-code ir-diff">{"".join(rows)}</pre>'
 
 
@@ -91,14 +96,14 @@ def side_by_side_html(rows: Sequence[SideRow], left_title: str, right_title: str
            f'<th colspan="2">{html.escape(right_title)}</th></tr></thead><tbody>']
     for row in rows[: 2 * MAX_RENDER_LINES]:
         if row.tag == "fold":
-            out.append(f'<tr class="d-fold"><td colspan="4">{html.escape(row.left)}</td></tr>')
+            out.append(f'<tr class="d-fold"><td colspan="4">{_escape(row.left)}</td></tr>')
             continue
         left_class = "d-del" if row.tag in ("replace", "delete") and row.left_number else ""
         right_class = "d-add" if row.tag in ("replace", "insert") and row.right_number else ""
         out.append(
             f'<tr><td class="ln">{row.left_number or ""}</td><td class="{left_class}">'
-            f'{html.escape(row.left, quote=False)}</td><td class="ln">{row.right_number or ""}</td>'
-            f'<td class="{right_class}">{html.escape(row.right, quote=False)}</td></tr>'
+            f'{_escape(row.left)}</td><td class="ln">{row.right_number or ""}</td>'
+            f'<td class="{right_class}">{_escape(row.right)}</td></tr>'
         )
     out.append("</tbody></table>")
     return "".join(out)
@@ -109,7 +114,7 @@ def excerpt_html(text: str, lines: Sequence[int], attribute: str, stage: str, te
     """Only the given lines of a text (for the across-stages view), each marked."""
     all_lines = text.split("\n")
     wanted = sorted({n + d for n in lines for d in range(-context, context + 1) if 1 <= n + d <= len(all_lines)})
-    coloured = {n: _TOKEN.sub(_colour, html.escape(all_lines[n - 1], quote=False)) for n in wanted[:limit]}
+    coloured = {n: _TOKEN.sub(_colour, _escape(all_lines[n - 1])) for n in wanted[:limit]}
     rows = [_line(n, coloured[n], attribute, n in lines, f" stage-{stage}") for n in wanted[:limit]]
     more = f'<span class="code-line text-muted">… {len(wanted) - limit} more lines</span>' \
         if len(wanted) > limit else ""

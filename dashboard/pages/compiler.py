@@ -20,7 +20,7 @@ from dash import dcc, html
 from dashboard.analysis import compiler as view
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import url_state_store
-from dashboard.pages import compiler_callbacks  # noqa: F401  (registers the page's callbacks)
+from dashboard.pages import compiler_callbacks  # also registers the page's callbacks
 from dashboard.pages.compiler_parts import compiler_data
 
 dash.register_page(__name__, path="/compiler", name="Compiler", order=6, title="Compiler · dashboard")
@@ -48,6 +48,9 @@ def layout(run: str | None = None, compile: str | None = None, step: str | None 
         return html.Div([header, notice], id="compiler-page")
     state = initial_state(chosen.id, compile, step, cmp, view, pyline)
     data = compiler_data(chosen.id)
+    # The first view is rendered here, not by initial callbacks: the page arrives drawn.
+    parts = compiler_callbacks.render(chosen.id, state)
+    memory, links = compiler_callbacks.render_compile(state["compile"], chosen.id)
     compile_options = [{"label": view_compile_label(row), "value": row["compile"]}
                        for row in data.kernels.sort("compile").iter_rows(named=True)]
 
@@ -58,18 +61,22 @@ def layout(run: str | None = None, compile: str | None = None, step: str | None 
     controls = html.Div([
         labelled("Kernel compile", dcc.Dropdown(id="compiler-compile", options=compile_options,
                                                 value=state["compile"], clearable=False), "420px"),
-        labelled("Step", dcc.Dropdown(id="compiler-step", clearable=False), "420px"),
-        labelled("Compare with", dcc.Dropdown(id="compiler-compare", clearable=False), "320px"),
+        labelled("Step", dcc.Dropdown(id="compiler-step", clearable=False, options=parts["step_options"],
+                                      value=parts["step"]), "420px"),
+        labelled("Compare with", dcc.Dropdown(id="compiler-compare", clearable=False,
+                                              options=parts["compare_options"], value=parts["compare"]), "320px"),
         labelled("Diff view", dbc.RadioItems(id="compiler-view", value=state["view"], inline=True,
                                              options=[{"label": "unified", "value": "unified"},
                                                       {"label": "side by side", "value": "side"}]), "200px"),
     ], className="d-flex flex-wrap align-items-end")
 
-    def panel(title: str, body_id: str, note_id: str | None = None) -> html.Div:
+    def panel(title: str, name: str) -> html.Div:
         return html.Div([
-            html.Div([html.Strong(title, className="me-2"), html.Small(id=note_id, className="text-muted")
-                      if note_id else None], className="mb-1"),
-            html.Div(dcc.Markdown(id=body_id, dangerously_allow_html=True), className="ir-panel"),
+            html.Div([html.Strong(title, className="me-2"),
+                      html.Small(parts[f"{name}_note"], id=f"compiler-{name}-note", className="text-muted")],
+                     className="mb-1"),
+            html.Div(dcc.Markdown(parts[name], id=f"compiler-{name}", dangerously_allow_html=True),
+                     className="ir-panel"),
         ], className="mb-3")
 
     return html.Div([
@@ -78,19 +85,18 @@ def layout(run: str | None = None, compile: str | None = None, step: str | None 
         dcc.Store(id="compiler-click"),
         url_state_store("compiler", state),
         controls,
-        html.Div(id="compiler-links", className="mb-2 small"),
-        chart("compiler-pass-chart", None, "compiler-passes", height=300),
-        html.Div(id="compiler-step-summary", className="small mb-2"),
+        html.Div(links, id="compiler-links", className="mb-2 small"),
+        chart("compiler-pass-chart", parts["chart"], "compiler-passes", height=300),
+        html.Div(parts["summary"], id="compiler-step-summary", className="small mb-2"),
         dbc.Row([
-            dbc.Col([panel("Python source", "compiler-python", "compiler-python-note"),
-                     panel("The Python line in every stage", "compiler-stages", "compiler-stages-note")], md=5),
-            dbc.Col([panel("IR at this step", "compiler-ir", "compiler-ir-note"),
+            dbc.Col([panel("Python source", "python"), panel("The Python line in every stage", "stages")], md=5),
+            dbc.Col([panel("IR at this step", "ir"),
                      html.Div([html.Button("Download this step's IR", id="compiler-download-button",
                                            className="btn btn-sm btn-outline-secondary mb-2"),
                                dcc.Download(id="compiler-download")]),
-                     panel("Diff", "compiler-diff", "compiler-diff-note")], md=7),
+                     panel("Diff", "diff")], md=7),
         ]),
-        chart("compiler-memory", None, "compiler-memory-plan"),
+        chart("compiler-memory", memory, "compiler-memory-plan"),
     ], id="compiler-page")
 
 

@@ -8,6 +8,7 @@ text, the diff, and the mapped lines of the other stages.
 from __future__ import annotations
 
 from functools import lru_cache
+from html import escape as html_escape
 from typing import Any
 
 import dash
@@ -101,6 +102,7 @@ RENDER_OUTPUTS = ("step_options", "step", "compare_options", "compare", "chart",
     Output("compiler-diff-note", "children"),
     Input(STATE, "data"),
     State("compiler-run", "data"),
+    prevent_initial_call=True,
 )
 def render_state(state: dict[str, Any], run_id: str) -> tuple[Any, ...]:
     parts = render(run_id, state or {})
@@ -155,6 +157,7 @@ def render(run_id: str, state: dict[str, Any]) -> dict[str, Any]:
     Output("compiler-links", "children"),
     Input("compiler-compile", "value"),
     State("compiler-run", "data"),
+    prevent_initial_call=True,
 )
 def render_compile(compile_value: Any, run_id: str) -> tuple[Any, Any]:
     """What depends on the compile alone: its memory plan and the links to other pages."""
@@ -223,7 +226,7 @@ def _python(run_id: str, kernel_file: str | None, pyline: int | None, locs: Any)
     pairs = sorted({(f, n) for f, n in zip(locs["file"], locs["line"], strict=True) if f == kernel_file} or
                    set(zip(locs["file"], locs["line"], strict=True)))
     rows = "".join(f'<span class="code-line{" hl" if n == pyline else ""}" data-py-line="{n}">'
-                   f'<span class="ln">{n}</span>{f.rsplit("/", 1)[-1]}:{n}</span>' for f, n in pairs)
+                   f'<span class="ln">{n}</span>{html_escape(f.rsplit("/", 1)[-1])}:{n}</span>' for f, n in pairs)
     return f'<pre class="ir-code">{rows}</pre>', f"{kernel_file or 'source'} is not readable here: locations only"
 
 
