@@ -241,8 +241,9 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "lines": _I64,
         "zlib": pl.Binary,  # the UTF-8 body, zlib-compressed (decompress with zlib.decompress)
     },
-    # IR line -> Python file:line, for the last snapshot of each stage of each compile and every
-    # stage file (other snapshots are mapped on demand by the same parser, collectors/triton_ir/locs.py).
+    # IR line -> Python file:line, for the last TTIR and TTGIR snapshot of each compile and every
+    # stage file (other snapshots, the large LLVM-dialect ones included, are mapped on demand by the
+    # same parser, collectors/triton_ir/locs.py).
     "ir_locs": {
         "text_id": _I64,
         "ir_line": _I64,  # 1-based line within the body

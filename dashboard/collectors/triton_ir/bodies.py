@@ -28,7 +28,7 @@ _ASM_INSTRUCTION = re.compile(rb"^[ \t]+[a-zA-Z@_]", re.M)
 _PROGRAM_FILE = re.compile(rb'#loc\d* = loc\("([^"]+\.py)":\d+:\d+\)')
 _KERNEL = re.compile(rb"tt\.func public @([\w$.]+)")
 _LLVM_MLIR_KERNEL = re.compile(
-    rb"llvm\.func @([\w$.]+)\([^\n]*(?:nvvm\.kernel|amdgpu-flat-work-group-size|rocdl\.kernel)"
+    rb"[ \t]*llvm\.func @([\w$.]+)\([^\n]*(?:nvvm\.kernel|amdgpu-flat-work-group-size|rocdl\.kernel)"
 )
 _LLIR_KERNEL = re.compile(rb"^define (?:[\w]+ )*void @([\w$.]+)\(", re.M)
 _TARGET = re.compile(rb'ttg\.target = "([^"]+)"')
@@ -58,11 +58,18 @@ def kernel_name(body: bytes) -> str | None:
     if start >= 0:
         match = _KERNEL.match(body, start)
         return match.group(1).decode("utf-8", "replace") if match else None
-    for pattern in (_LLVM_MLIR_KERNEL, _LLIR_KERNEL):
-        match = pattern.search(body)
-        if match:
-            return match.group(1).decode("utf-8", "replace")
-    return None
+    for mark in (b"nvvm.kernel", b"rocdl.kernel", b"amdgpu-flat-work-group-size"):
+        # One fast find for the kernel attribute, then the regex on its line only.
+        at = body.find(mark)
+        if at >= 0:
+            line_start = body.rfind(b"\n", 0, at) + 1
+            match = _LLVM_MLIR_KERNEL.match(body, line_start, body.find(b"\n", at) % (len(body) + 1))
+            if match is None:
+                match = _LLVM_MLIR_KERNEL.search(body, line_start, at + len(mark))
+            if match:
+                return match.group(1).decode("utf-8", "replace")
+    match = _LLIR_KERNEL.search(body)
+    return match.group(1).decode("utf-8", "replace") if match else None
 
 
 def python_file_of(body: bytes) -> str | None:

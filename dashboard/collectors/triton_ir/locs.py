@@ -47,19 +47,26 @@ def _split_top(text: str, separator: str) -> list[str]:
     return [part.strip() for part in parts]
 
 
-def resolve(expression: str, aliases: dict[str, str], via: str = "direct",
-            depth: int = 0) -> Iterator[tuple[str, int, int, str]]:
-    """Every (file, line, column, via) a location expression reaches."""
+def resolve(expression: str, aliases: dict[str, str], via: str = "direct", depth: int = 0,
+            memo: dict[tuple[str, str], list[tuple[str, int, int, str]]] | None = None,
+            ) -> Iterator[tuple[str, int, int, str]]:
+    """Every (file, line, column, via) a location expression reaches (aliases resolved once with `memo`)."""
     expression = expression.strip()
     if depth > _MAX_DEPTH or not expression or expression == "unknown":
         return
     if expression.startswith("#loc"):
+        key = (expression, via)
+        if memo is not None and key in memo:
+            yield from memo[key]
+            return
         target = aliases.get(expression)
-        if target is not None:
-            yield from resolve(target, aliases, via, depth + 1)
+        found = list(resolve(target, aliases, via, depth + 1, memo)) if target is not None else []
+        if memo is not None:
+            memo[key] = found
+        yield from found
         return
     if expression.startswith("loc(") and expression.endswith(")"):
-        yield from resolve(expression[4:-1], aliases, via, depth + 1)
+        yield from resolve(expression[4:-1], aliases, via, depth + 1, memo)
         return
     match = _FILE_LOC.match(expression)
     if match:
@@ -67,18 +74,18 @@ def resolve(expression: str, aliases: dict[str, str], via: str = "direct",
         return
     match = _NAMED.match(expression)
     if match:
-        yield from resolve(match.group(1), aliases, "named" if via == "direct" else via, depth + 1)
+        yield from resolve(match.group(1), aliases, "named" if via == "direct" else via, depth + 1, memo)
         return
     if expression.startswith("fused"):
         inner = expression[expression.find("[") + 1: expression.rfind("]")]
         for part in _split_top(inner, ","):
-            yield from resolve(part, aliases, "fused" if via == "direct" else via, depth + 1)
+            yield from resolve(part, aliases, "fused" if via == "direct" else via, depth + 1, memo)
         return
     if expression.startswith("callsite(") and expression.endswith(")"):
         parts = _split_top(expression[9:-1], " at ")
         if len(parts) == 2:
-            yield from resolve(parts[0], aliases, "callee", depth + 1)
-            yield from resolve(parts[1], aliases, "caller", depth + 1)
+            yield from resolve(parts[0], aliases, "callee", depth + 1, memo)
+            yield from resolve(parts[1], aliases, "caller", depth + 1, memo)
 
 
 def _trailing_loc(line: str) -> str | None:
@@ -99,6 +106,7 @@ def mlir_locations(text: str) -> list[Row]:
             if match:
                 aliases[match.group(1)] = match.group(2)
     rows: list[Row] = []
+    memo: dict[tuple[str, str], list[tuple[str, int, int, str]]] = {}
     for number, line in enumerate(lines, start=1):
         if line.startswith("#") or "loc(" not in line:
             continue
@@ -106,7 +114,7 @@ def mlir_locations(text: str) -> list[Row]:
         if expression is None:
             continue
         seen = set()
-        for file, row, column, via in resolve(expression, aliases):
+        for file, row, column, via in resolve(expression, aliases, memo=memo):
             if (file, row, via) not in seen:
                 seen.add((file, row, via))
                 rows.append((number, file, row, column, via))
