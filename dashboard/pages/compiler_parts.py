@@ -77,16 +77,20 @@ def python_source(run_id: str, file: str) -> tuple[str, ...] | None:
     return None
 
 
-@lru_cache(maxsize=64)
 def profile_runs_with_kernel(kernel: str, limit: int = 20) -> tuple[str, ...]:
-    """Runs holding a profiled kernel whose name contains this Triton kernel's name."""
+    """Runs holding a profiled kernel whose name contains this Triton kernel's name (newest first)."""
+    with_kernels = tuple(info.id for info in current_store().list_runs() if "kernels" in info.evidence)[:limit]
+    return _runs_with_kernel(kernel, with_kernels)
+
+
+@lru_cache(maxsize=64)
+def _runs_with_kernel(kernel: str, run_ids: tuple[str, ...]) -> tuple[str, ...]:
+    # Keyed by the runs present: a profile ingested later is found on the next visit.
     store = current_store()
     found = []
-    for info in store.list_runs()[:limit]:
-        if "kernels" not in info.evidence:
-            continue
-        hits = store.open(info.id).scan("kernels").filter(
+    for run_id in run_ids:
+        hits = store.open(run_id).scan("kernels").filter(
             pl.col("name").str.contains(kernel, literal=True)).select(pl.len()).collect().item()
         if hits:
-            found.append(info.id)
+            found.append(run_id)
     return tuple(found)

@@ -86,6 +86,12 @@ class TritonIrCollector:
 
     def collect(self, sources: Sequence[Path], progress: ProgressFn) -> Collected:
         texts = TextStore()
+        try:
+            return self._collect(sources, progress, texts)
+        finally:
+            texts.close()
+
+    def _collect(self, sources: Sequence[Path], progress: ProgressFn, texts: TextStore) -> Collected:
         steps: list[dict[str, Any]] = []
         kernels: list[dict[str, Any]] = []
         warnings: list[str] = []

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from collections import Counter
+from collections import Counter, deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from dashboard.schema import IR_DIALECTS
@@ -115,12 +116,27 @@ def count_ops(body: bytes, dialect: str) -> tuple[int, dict[str, int]]:
 
 
 class TextStore:
-    """Distinct bodies, zlib-compressed, addressed by `text_id` (0, 1, ... in first-seen order)."""
+    """Distinct bodies, zlib-compressed, addressed by `text_id` (0, 1, ... in first-seen order).
+
+    Compression runs on a second thread (zlib releases the GIL): the parse goes on meanwhile,
+    so ingest uses both cores. `rows` waits for it to finish."""
 
     def __init__(self, level: int = 1) -> None:
         self.level = level
         self._ids: dict[bytes, BodyFacts] = {}
-        self.rows: list[dict] = []
+        self._rows: list[dict] = []
+        self._pending: deque[tuple[dict, Future[bytes]]] = deque()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ir-zlib")
+
+    @property
+    def rows(self) -> list[dict]:
+        for row, future in self._pending:
+            row["zlib"] = future.result()
+        self._pending.clear()
+        return self._rows
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
 
     def add(self, body: bytes, dialect: str, stage_hint: str) -> BodyFacts:
         digest = hashlib.blake2b(body, digest_size=16).digest()
@@ -130,17 +146,21 @@ class TextStore:
         ops, per = count_ops(body, dialect)
         attributes = module_attributes(body) if dialect == "mlir" else b""
         facts = BodyFacts(
-            text_id=len(self.rows), lines=body.count(b"\n"), ops=ops, dialect_ops=per,
+            text_id=len(self._rows), lines=body.count(b"\n"), ops=ops, dialect_ops=per,
             kernel=kernel_name(body), target=target_of(body, attributes),
             attrs={name: int(m.group(1)) for name, rx in _INT_ATTR.items() if (m := rx.search(attributes))},
         )
         self._ids[digest] = facts
-        self.rows.append({"text_id": facts.text_id, "format": stage_hint, "bytes": len(body), "lines": facts.lines,
-                          "zlib": zlib.compress(body, self.level)})
+        row = {"text_id": facts.text_id, "format": stage_hint, "bytes": len(body), "lines": facts.lines, "zlib": b""}
+        self._rows.append(row)
+        self._pending.append((row, self._pool.submit(zlib.compress, body, self.level)))
+        if len(self._pending) > 64:  # bounded: at most this many uncompressed bodies wait
+            done_row, future = self._pending.popleft()
+            done_row["zlib"] = future.result()
         return facts
 
     def body(self, text_id: int) -> bytes:
         return zlib.decompress(self.rows[text_id]["zlib"])
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self._rows)
