@@ -83,6 +83,7 @@ def layout(run: str | None = None, compile: str | None = None, step: str | None 
         header,
         dcc.Store(id="compiler-run", data=chosen.id),
         dcc.Store(id="compiler-click"),
+        dcc.Store(id="compiler-scroll"),
         url_state_store("compiler", state),
         controls,
         html.Div(links, id="compiler-links", className="mb-2 small"),

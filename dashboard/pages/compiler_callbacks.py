@@ -12,7 +12,7 @@ from html import escape as html_escape
 from typing import Any
 
 import dash
-from dash import Input, Output, State, callback, ctx, dcc, html
+from dash import Input, Output, State, callback, clientside_callback, ctx, dcc, html
 
 from dashboard.analysis import compiler as view
 from dashboard.analysis.compiler_memory import memory_plan, module_totals
@@ -290,3 +290,23 @@ def download_step(_clicks: int, state: dict[str, Any], run_id: str) -> Any:
     suffix = {"llir": "ll", "mir": "mir", "ptx": "ptx", "sass": "sass", "amdgcn": "amdgcn"}.get(row["stage"], "mlir")
     name = f"{row['kernel'] or 'kernel'}.compile{compile_index}.step{row['step']}.{suffix}"
     return dcc.send_string(ir_text(run_id, row["text_id"]), name)
+
+
+# Bring the first lit line of each code panel into view once the panel has drawn (dcc.Markdown renders
+# after the callback returns, hence the short wait); the page itself does not scroll.
+clientside_callback(
+    """
+    function() {
+        setTimeout(function() {
+            document.querySelectorAll("#compiler-page .ir-panel").forEach(function(panel) {
+                const lit = panel.querySelector(".code-line.hl");
+                if (lit) { panel.scrollTop = Math.max(0, lit.offsetTop - panel.clientHeight / 3); }
+            });
+        }, 60);
+        return window.dash_clientside.no_update;
+    }
+    """,
+    Output("compiler-scroll", "data"),
+    Input("compiler-ir", "children"),
+    Input("compiler-python", "children"),
+)
