@@ -92,3 +92,18 @@ def test_render_and_state(compiler_run: str) -> None:
     assert page.next_state(compiler_run, state, "compiler-pass-chart", None, None, None, None,
                            {"points": [{"x": 7}]}, None)["step"] == 7
     assert page.next_state(compiler_run, state, "compiler-compile", 1, None, None, None, None, None)["compile"] == 1
+
+
+def test_planner_link_when_the_log_holds_planner_graphs(tmp_path: Path) -> None:
+    from dashboard.demo.ws_dumps import attention_kernel, debug_log_text
+    from dashboard.layouts import context
+    from dashboard.pages import compiler_callbacks as page
+    from dashboard.settings import Settings
+
+    store = context.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    log = tmp_path / "debug.txt"
+    log.write_text(compile_log("attn_fwd", 1024) * 40 + debug_log_text([("attn_fwd", attention_kernel(), True)]))
+    run_id = store.ingest([log], name="both")
+    assert {"compiler", "planner"} <= set(store.open(run_id).info.evidence)
+    _, links = page.render_compile(0, run_id)
+    assert any(getattr(link, "href", "") == f"/planner?run={run_id}" for link in links)
