@@ -66,13 +66,16 @@ def pass_chart(steps: pl.DataFrame, selected: int | None, compared: int | None, 
         figure.add_vrect(x0=first - 0.5, x1=last + 0.5, fillcolor=STAGE_COLOURS.get(stage, "#f8f9fa"), opacity=1,
                          layer="below", line_width=0, annotation_text=stage, annotation_position="top left",
                          annotation_font={"size": 11, "color": "#495057"})
+    positive = frame.filter(pl.col("lines") > 0)["lines"]
+    spread = positive.len() > 0 and positive.max() > 20 * positive.min()
     failed = frame.filter(pl.col("kind") == "failed")
     for step in failed["step"]:
         figure.add_vline(x=step, line={"color": FAILED, "width": 1, "dash": "dot"})
     figure.update_layout(
         title=title, height=300, bargap=0.15, margin={"t": 56, "b": 40}, clickmode="event",
         xaxis={"title": "step (dump order)", "range": [-0.6, frame.height - 0.4]},
-        yaxis={"title": "IR lines"},
+        # Log scale when the LLVM dialect dwarfs TTIR/TTGIR (10k lines against 200), so every stage reads.
+        yaxis={"title": "IR lines" + (" (log scale)" if spread else ""), "type": "log" if spread else "linear"},
         yaxis2={"title": "ops", "overlaying": "y", "side": "right", "showgrid": False, "rangemode": "tozero"},
         legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
     )

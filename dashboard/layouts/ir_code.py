@@ -33,7 +33,16 @@ _TOKEN = re.compile(
 
 def _escape(text: str) -> str:
     # Braces too: dcc.Markdown drops a raw-HTML block holding a bare `{` (MLIR regions and attributes).
-    return html.escape(text, quote=False).replace("{", "&#123;").replace("}", "&#125;")
+    return _braces(html.escape(text, quote=False))
+
+
+def _braces(escaped: str) -> str:
+    return escaped.replace("{", "&#123;").replace("}", "&#125;")
+
+
+def _highlight(text: str) -> str:
+    # Braces become entities only after colouring, or `#123` of `&#123;` would read as an alias token.
+    return _braces(_TOKEN.sub(_colour, html.escape(text, quote=False)))
 
 
 def _colour(match: re.Match[str]) -> str:
@@ -42,7 +51,7 @@ def _colour(match: re.Match[str]) -> str:
 
 @lru_cache(maxsize=64)
 def _coloured(text: str) -> tuple[str, ...]:
-    return tuple(_TOKEN.sub(_colour, _escape(text)).split("\n"))
+    return tuple(_highlight(text).split("\n"))
 
 
 def colour_lines(text: str) -> list[str]:
@@ -114,7 +123,7 @@ def excerpt_html(text: str, lines: Sequence[int], attribute: str, stage: str, te
     """Only the given lines of a text (for the across-stages view), each marked."""
     all_lines = text.split("\n")
     wanted = sorted({n + d for n in lines for d in range(-context, context + 1) if 1 <= n + d <= len(all_lines)})
-    coloured = {n: _TOKEN.sub(_colour, _escape(all_lines[n - 1])) for n in wanted[:limit]}
+    coloured = {n: _highlight(all_lines[n - 1]) for n in wanted[:limit]}
     rows = [_line(n, coloured[n], attribute, n in lines, f" stage-{stage}") for n in wanted[:limit]]
     more = f'<span class="code-line text-muted">… {len(wanted) - limit} more lines</span>' \
         if len(wanted) > limit else ""

@@ -292,17 +292,23 @@ def download_step(_clicks: int, state: dict[str, Any], run_id: str) -> Any:
     return dcc.send_string(ir_text(run_id, row["text_id"]), name)
 
 
-# Bring the first lit line of each code panel into view once the panel has drawn (dcc.Markdown renders
-# after the callback returns, hence the short wait); the page itself does not scroll.
+# Bring the first lit line of each code panel into view once the panel has drawn: dcc.Markdown
+# renders after the callback returns (on first load after its code chunk arrives), hence the
+# retries; a panel the user scrolled since is left alone. The page itself does not scroll.
 clientside_callback(
     """
     function() {
-        setTimeout(function() {
-            document.querySelectorAll("#compiler-page .ir-panel").forEach(function(panel) {
-                const lit = panel.querySelector(".code-line.hl");
-                if (lit) { panel.scrollTop = Math.max(0, lit.offsetTop - panel.clientHeight / 3); }
-            });
-        }, 60);
+        const scrolled = new Set();
+        [50, 250, 800, 2000].forEach(function(delay) {
+            setTimeout(function() {
+                document.querySelectorAll("#compiler-page .ir-panel").forEach(function(panel) {
+                    const lit = panel.querySelector(".code-line.hl");
+                    if (!lit || scrolled.has(panel)) { return; }
+                    panel.scrollTop = Math.max(0, lit.offsetTop - panel.clientHeight / 3);
+                    scrolled.add(panel);
+                });
+            }, delay);
+        });
         return window.dash_clientside.no_update;
     }
     """,

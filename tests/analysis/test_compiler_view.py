@@ -107,3 +107,9 @@ def test_planner_link_when_the_log_holds_planner_graphs(tmp_path: Path) -> None:
     assert {"compiler", "planner"} <= set(store.open(run_id).info.evidence)
     _, links = page.render_compile(0, run_id)
     assert any(getattr(link, "href", "") == f"/planner?run={run_id}" for link in links)
+
+
+def test_braces_survive_colouring() -> None:
+    html, _ = code_html('#blocked = #ttg.blocked<{sizePerThread = [1]}>\nscf.for {\n}', set())
+    assert "&#123;sizePerThread" in html and "&#125;&gt;" in html
+    assert "{" not in html and "}" not in html
