@@ -113,3 +113,21 @@ def test_braces_survive_colouring() -> None:
     html, _ = code_html('#blocked = #ttg.blocked<{sizePerThread = [1]}>\nscf.for {\n}', set())
     assert "&#123;sizePerThread" in html and "&#125;&gt;" in html
     assert "{" not in html and "}" not in html
+
+
+def test_a_huge_step_sends_a_bounded_window(tmp_path: Path) -> None:
+    from dashboard.layouts import context
+    from dashboard.layouts.ir_code import MAX_RENDER_LINES
+    from dashboard.pages import compiler_callbacks as page
+    from dashboard.settings import Settings
+
+    store = context.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    ops = "".join(f"    %v{i} = arith.addi %pid, %pid : i32 loc(#loc1)\n" for i in range(5000))
+    log = compile_log("big", 64).replace("    %pid = tt.get_program_id x : i32 loc(#loc1)\n",
+                                         "    %pid = tt.get_program_id x : i32 loc(#loc1)\n" + ops)
+    (tmp_path / "big.txt").write_text(log)
+    run_id = store.ingest([tmp_path / "big.txt"], name="big")
+    out = page.render(run_id, {"compile": 0, "step": 2, "cmp": "", "view": "unified", "pyline": None})
+    assert out["ir"].count("data-ir-line=") == MAX_RENDER_LINES
+    assert "of 50" in out["ir_note"] and "shown" in out["ir_note"]
+    assert len(out["ir"]) + len(out["diff"]) < 2_000_000
