@@ -227,3 +227,18 @@ def test_header_forms() -> None:
     warp = parse_header("// -----// WarpSpec internal IR Dump After: doBufferAllocation")
     assert warp is not None and (warp.kind, warp.pass_name) == ("internal", "WarpSpec doBufferAllocation")
     assert parse_header("// -----// not a header") is None
+
+
+def test_llvm_ir_inlined_locations_reach_the_caller() -> None:
+    from dashboard.collectors.triton_ir.locs import llir_locations
+
+    text = ("define void @k() !dbg !4 {\n  %1 = fadd float 0.0, 1.0, !dbg !9\n  ret void, !dbg !7\n}\n"
+            '!1 = !DIFile(filename: "kernels.py", directory: "/src")\n'
+            '!2 = !DIFile(filename: "standard.py", directory: "/venv/triton/language")\n'
+            '!4 = distinct !DISubprogram(name: "k", scope: !1, file: !1, line: 5)\n'
+            '!5 = distinct !DISubprogram(name: "max", scope: !2, file: !2, line: 40)\n'
+            "!7 = !DILocation(line: 6, column: 10, scope: !4)\n"
+            "!9 = !DILocation(line: 41, column: 3, scope: !5, inlinedAt: !7)\n")
+    assert llir_locations(text) == [(2, "/venv/triton/language/standard.py", 41, 3, "callee"),
+                                    (2, "/src/kernels.py", 6, 10, "caller"),
+                                    (3, "/src/kernels.py", 6, 10, "direct")]

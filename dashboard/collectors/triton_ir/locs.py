@@ -176,13 +176,19 @@ def llir_locations(text: str) -> list[Row]:
         if "!dbg" not in line or line.startswith("!"):
             continue
         match = _DBG_USE.search(line)
-        node = nodes.get(match.group(1)) if match else None
-        if node is None or node[0] != "DILocation":
-            continue
-        fields = node[1]
-        file = file_of(fields.get("scope"))
-        if file is not None and fields.get("line", "0").isdigit() and int(fields["line"]) > 0:
-            rows.append((number, file, int(fields["line"]), int(fields.get("column", "0") or 0), "direct"))
+        location = match.group(1) if match else None
+        inlined = False
+        for _ in range(_MAX_DEPTH):  # an inlined helper's location, then where it was inlined (`inlinedAt`)
+            node = nodes.get(location or "")
+            if node is None or node[0] != "DILocation":
+                break
+            fields = node[1]
+            caller = fields.get("inlinedAt")
+            via = "caller" if inlined else ("callee" if caller else "direct")
+            file = file_of(fields.get("scope"))
+            if file is not None and fields.get("line", "0").isdigit() and int(fields["line"]) > 0:
+                rows.append((number, file, int(fields["line"]), int(fields.get("column", "0") or 0), via))
+            location, inlined = caller, True
     return rows
 
 
