@@ -276,6 +276,9 @@ def _register_optional_commands() -> None:
 
     cli.add_command(capture_command)
     cli.add_command(merge_command)
+    from dashboard.compile_capture import compile_capture_command
+
+    cli.add_command(compile_capture_command)
 
 
 _register_optional_commands()

@@ -19,6 +19,9 @@ _I32 = pl.Int32
 _I64 = pl.Int64
 _F64 = pl.Float64
 
+# Dialects with their own `ops_<dialect>` column in ir_steps (any other counts in `ops_other`).
+IR_DIALECTS: tuple[str, ...] = ("tt", "ttg", "ttng", "amdg", "arith", "math", "scf", "cf", "llvm", "nvvm", "rocdl")
+
 TABLES: dict[str, dict[str, pl.DataType]] = {
     # One row per GPU kernel execution.
     "kernels": {
@@ -211,6 +214,66 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "label": _STR,
         "attributes": _STR,
     },
+    # Triton compiler output (collectors/triton_ir): one row per IR snapshot. A pass-dump log gives
+    # one row per dump; a cache or kernel-dump folder one row per stage file (kind "file").
+    "ir_steps": {
+        "compile": _I64,  # 0, 1, ... in log order across the run's sources: one kernel compile
+        "kernel": _STR,  # the kernel function (`tt.func public @k`, LLVM `define ... @k`)
+        "target": _STR,  # cuda:90, cuda:100, hip:gfx942 (ttg.target, the pass options or the metadata)
+        "stage": _STR,  # source, ttir, ttgir, llvm-mlir, llir, mir, ptx, amdgcn, sass, cubin
+        "step": _I32,  # position within the compile, 0-based
+        "pass_name": _STR,  # the pass the header names (Before: about to run; After/Failed: just ran)
+        "pass_arg": _STR,  # the pass argument with its {options}, null where the header has none
+        "anchor": _STR,  # module / function
+        "symbol": _STR,  # the function a function-anchored pass ran on
+        "kind": _STR,  # before / after / failed / internal (SoftwarePipeliner snapshots) / file
+        # The IR differs from the previous snapshot with the same anchor in the same compile (for a
+        # Before dump: the previous pass changed it); internal snapshots compare without becoming the reference.
+        "changed": pl.Boolean,
+        "lines": _I64,  # lines of the IR body
+        "ops": _I64,  # MLIR operations (`dialect.op` lines) / LLVM IR instructions
+        **{f"ops_{dialect}": _I64 for dialect in IR_DIALECTS},  # ops of that dialect
+        "ops_other": _I64,  # ops of every other dialect
+        "text_id": _I64,  # the body in ir_text; null for binary stage files (cubin)
+        "source": _STR,  # the file this snapshot was read from
+        "source_line": _I64,  # line of its header in the log (1-based); null for stage files
+    },
+    # Distinct IR bodies (equal bodies, e.g. a pass that changed nothing, are stored once).
+    "ir_text": {
+        "text_id": _I64,
+        "format": _STR,  # mlir / llir / mir / ptx / amdgcn / sass / source: how to read `zlib`
+        "bytes": _I64,  # uncompressed size
+        "lines": _I64,
+        "zlib": pl.Binary,  # the UTF-8 body, zlib-compressed (decompress with zlib.decompress)
+    },
+    # IR line -> Python file:line, for the last TTIR and TTGIR snapshot of each compile and every
+    # stage file (other snapshots, the large LLVM-dialect ones included, are mapped on demand by the
+    # same parser, collectors/triton_ir/locs.py).
+    "ir_locs": {
+        "text_id": _I64,
+        "ir_line": _I64,  # 1-based line within the body
+        "file": _STR,  # Python file as the location names it
+        "line": _I64,  # 1-based line in that file
+        "column": _I64,
+        "via": _STR,  # direct / named / fused / callee / caller (the two ends of a call-site location)
+    },
+    # One row per compile: its metadata (from the cache JSON where there is one, else from the IR).
+    "ir_kernels": {
+        "compile": _I64,
+        "kernel": _STR,
+        "target": _STR,
+        "num_warps": _I64,
+        "num_ctas": _I64,
+        "num_stages": _I64,  # the pipeliner's num-stages option / metadata
+        "shared": _I64,  # shared memory bytes (ttg.shared / metadata `shared`)
+        "tmem_size": _I64,  # tensor-memory columns (ttg.tensor_memory_size / metadata `tmem_size`)
+        "triton_version": _STR,  # metadata only: a log does not say
+        "hash": _STR,  # cache hash (metadata), null for logs
+        "source": _STR,  # the log or folder it was read from
+        "source_line": _I64,  # line of the compile's first dump in the log
+        "steps": _I64,  # ir_steps rows of this compile
+        "python_file": _STR,  # the kernel's Python file (its function's location)
+    },
 }
 
 # Which kinds of evidence a run holds follows from the tables it has.
@@ -221,6 +284,7 @@ EVIDENCE_TABLES: dict[str, tuple[str, ...]] = {
     "stacks": ("stack",),
     "memory": ("op_memory",),
     "planner": ("ws_buffers", "ws_ops", "ws_channels", "dot_nodes"),
+    "compiler": ("ir_steps",),
 }
 
 EVIDENCE_LABELS: dict[str, str] = {
@@ -229,6 +293,7 @@ EVIDENCE_LABELS: dict[str, str] = {
     "stacks": "Python call stacks",
     "memory": "device memory per op",
     "planner": "warp-specialization planner",
+    "compiler": "Triton compiler IR",
 }
 
 

@@ -183,9 +183,11 @@ def _guard_dash_routes(app: dash.Dash) -> None:
 
     def callbacks(dispatch: Callable[..., Any]) -> Callable[..., Any]:
         def dispatch_known() -> Any:
-            problem = callback_request_problem(request.get_json(silent=True), app.callback_map)
+            body = request.get_json(silent=True)
+            problem = callback_request_problem(body, app.callback_map)
             if problem:
-                log.warning("refused callback request for %s: %s", (request.get_json(silent=True) or {}).get("output"), problem)
+                output = body.get("output") if isinstance(body, dict) else None
+                log.warning("refused callback request for %s: %s", output, problem)
                 return jsonify({"error": f"malformed callback request: {problem}"}), 400
             try:
                 return dispatch()

@@ -39,6 +39,7 @@ _log = logging.getLogger(__name__)
 COLLECTOR_MODULES: tuple[str, ...] = (
     "dashboard.collectors.nsys",
     "dashboard.collectors.tt_memory",
+    "dashboard.collectors.triton_ir",
     "dashboard.collectors.triton_ws",
     "dashboard.collectors.kineto",
 )

@@ -29,6 +29,7 @@ DEMO_SOURCES_DIR = "demo-sources"
 SOURCE_DEMOS: tuple[tuple[str, str], ...] = (
     ("demo-memory", "dashboard.demo.tt_memory_log"),
     ("demo-planner", "dashboard.demo.ws_dumps"),
+    ("demo-compiler", "dashboard.demo.triton_compile"),
     ("demo-training", "dashboard.demo.kineto_trace"),
 )
 # Captured runs have no source file: the capture session writes tables directly.

@@ -15,12 +15,15 @@ CHUNK_ROWS = 100_000
 
 
 def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame` with every list column turned into 'a;b;c' text (an empty list becomes '')."""
+    """`frame` with every list column turned into 'a;b;c' text (an empty list becomes '')
+    and every binary column (ir_text's compressed bodies) into base64 text."""
     lists = [name for name, dtype in frame.schema.items() if isinstance(dtype, pl.List)]
-    if not lists:
+    binary = [name for name, dtype in frame.schema.items() if dtype == pl.Binary]
+    if not lists and not binary:
         return frame
     return frame.with_columns(
-        pl.col(name).cast(pl.List(pl.String)).list.join(LIST_SEPARATOR) for name in lists
+        *(pl.col(name).cast(pl.List(pl.String)).list.join(LIST_SEPARATOR) for name in lists),
+        *(pl.col(name).bin.encode("base64") for name in binary),
     )
 
 

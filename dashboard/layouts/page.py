@@ -42,6 +42,12 @@ HOW_TO_GET: dict[str, list[Any]] = {
         html.Code("python -m dashboard.app ingest ws_graphs/"),
         ".",
     ],
+    "compiler": [
+        "Ingest Triton's pass dumps (MLIR_ENABLE_DUMP=1 ... 2> dump.txt), an LLVM_IR_ENABLE_DUMP log, or a Triton "
+        "cache folder, or compile a script under capture (no GPU needed with an explicit GPUTarget): ",
+        html.Code("python -m dashboard.app compile-capture -- my_kernels.py"),
+        ".",
+    ],
 }
 
 
@@ -54,7 +60,7 @@ def page_href(path: str, run_id: str | None, **params: Any) -> str:
 
 # The evidence each page needs, for choosing its default run.
 PAGE_EVIDENCE = {"/kernels": "kernels", "/layers": "layers", "/timeline": "kernels", "/memory": "memory",
-                 "/planner": "planner", "/compare": "kernels"}
+                 "/planner": "planner", "/compare": "kernels", "/compiler": "compiler"}
 
 
 def default_run_for_path(pathname: str | None) -> str | None:

@@ -31,6 +31,7 @@ EVIDENCE_PAGES = {
     "layers": ("/layers", "Layers"),
     "memory": ("/memory", "Memory"),
     "planner": ("/planner", "Planner"),
+    "compiler": ("/compiler", "Compiler"),
 }
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._+-]+")
 

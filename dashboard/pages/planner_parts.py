@@ -75,7 +75,9 @@ def planner_data(run_id: str) -> PlannerData:
     run = current_store().open(run_id)
     frames = {table: run.frame(table) if run.has(table) else empty(table) for table in PLANNER_TABLES}
     summary = liveness.group_summary(frames["ws_buffers"], frames["ws_ops"], frames["ws_channels"])
-    groups_info = run.info.metadata.get("triton_ws", {}).get("groups", [])
+    # A debug log read with its IR dumps keeps the planner's groups under the compiler collector's name.
+    groups_info = (run.info.metadata.get("triton_ws", {}).get("groups", [])
+                   or run.info.metadata.get("triton_ir", {}).get("planner", {}).get("groups", []))
     kernels = {info["group"]: info["kernel"] for info in groups_info if info.get("kernel")}
     notes = {info["group"]: list(info.get("notes") or []) for info in groups_info}
     choices = view.group_choices(frames["ws_buffers"], frames["ws_ops"], frames["ws_channels"], frames["dot_nodes"],
