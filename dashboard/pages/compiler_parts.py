@@ -60,14 +60,17 @@ def text_locations(run_id: str, text_id: int, stage: str) -> pl.DataFrame:
 
 @lru_cache(maxsize=32)
 def python_source(run_id: str, file: str) -> tuple[str, ...] | None:
-    """The Python file's lines: the run's copy of a source with that name, else the file on disk
-    (only `.py` files: a log names paths, and the page must not become a file reader)."""
+    """The Python file's lines, from the run's own copy of a source with that name (only `.py` files).
+
+    Never the path the log names on the server's disk: a log is user input, and a team server reads
+    nothing outside its data folder. `compile-capture` and folder ingests keep the kernel source with
+    the run, so the page has it.
+    """
     if not file or not file.endswith(".py"):
         return None
     run = current_store().open(run_id)
     name = Path(file).name
     candidates = sorted((run.info.path / SOURCE_DIR).rglob(name)) if (run.info.path / SOURCE_DIR).is_dir() else []
-    candidates.append(Path(file))
     for candidate in candidates:
         try:
             if candidate.is_file() and candidate.stat().st_size <= MAX_SOURCE_BYTES:

@@ -131,3 +131,27 @@ def test_a_huge_step_sends_a_bounded_window(tmp_path: Path) -> None:
     assert out["ir"].count("data-ir-line=") == MAX_RENDER_LINES
     assert "of 50" in out["ir_note"] and "shown" in out["ir_note"]
     assert len(out["ir"]) + len(out["diff"]) < 2_000_000
+
+
+def test_python_source_comes_only_from_the_runs_own_copy(tmp_path: Path) -> None:
+    """A log names Python paths; the server must not read them off its disk (issue 14: nothing outside
+    the data folder), only the copy kept with the run."""
+    from dashboard.layouts import context
+    from dashboard.pages.compiler_parts import python_source
+    from dashboard.settings import Settings
+
+    outside = tmp_path / "elsewhere" / "secret_settings.py"
+    outside.parent.mkdir()
+    outside.write_text("API_TOKEN = 'do-not-serve'\n")
+    store = context.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    log = tmp_path / "dump.txt"
+    log.write_text(compile_log("add_kernel", 1024))
+    run_id = store.ingest([log], name="no-source")
+    assert python_source(run_id, str(outside)) is None
+    kept = tmp_path / "folder"
+    kept.mkdir()
+    (kept / "dump.txt").write_text(compile_log("add_kernel", 1024))
+    (kept / "secret_settings.py").write_text("import triton\n\n@triton.jit\ndef add_kernel(x):\n    pass\n")
+    with_copy = store.ingest([kept], name="with-source")
+    lines = python_source(with_copy, str(outside))
+    assert lines is not None and "@triton.jit" in lines
