@@ -34,7 +34,9 @@ from dashboard.collectors.kineto_passes import (
 OP_CATEGORIES = ("cpu_op", "user_annotation", "profiler_step")
 _ANNOTATIONS = ANNOTATIONS
 _PRIORITY = {"profiler_step": 0, "user_annotation": 1, "gpu_user_annotation": 1, "python_function": 2, "cpu_op": 3}
-_MODULE_PART = re.compile(r"^(\w+)\((.*?)\)(?:::.*)?$")
+# DOTALL and \Z: the first `)` followed by `::` (or the end) ends the class name, and `.*` then reaches
+# the end at once; with `$` a newline made every later `)` a new try: quadratic (issue 14).
+_MODULE_PART = re.compile(r"^(\w+)\((.*?)\)(?:::.*)?\Z", re.S)
 
 
 def module_path(hierarchy: str | None) -> str | None:

@@ -32,21 +32,17 @@ def find_headers(block: bytes) -> list[tuple[int, int]]:
         position = block.find(HEADER_MARK, end)
     return found
 
-_MLIR_NEW = re.compile(
-    r"^// -----// IR Dump (?P<when>Before|After) (?P<pass>.+?)(?P<failed> Failed)?: (?P<arg>[^\s{(]+)"
-    r"(?P<opts>\{.*\})? \('(?P<anchor>[\w.]+)' operation(?:: @(?P<symbol>[^)]+))?\) //----- //\s*$"
-)
-_MLIR_OLD = re.compile(
-    r"^// -----// IR Dump (?P<when>Before|After) (?P<pass>.+?)(?P<failed> Failed)?(?: \((?P<arg>[^)(]*(?:\{.*\})?)\))?"
-    r" \('(?P<anchor>[\w.]+)' operation(?:: @(?P<symbol>[^)]+))?\) //----- //\s*$"
-)
+# Headers are split with string methods and single-path patterns (no `.+?` followed by optional
+# groups), so a crafted header line costs time linear in its length (issue 14: no regex backtracking).
+_MLIR_PREFIX, _MLIR_SUFFIX = "// -----// IR Dump ", " //----- //"
+# The tail after the last ` ('`: `builtin.module' operation)` or `tt.func' operation: @add_kernel)`.
+_ANCHOR = re.compile(r"(?P<anchor>[\w.]++)' operation(?:: @(?P<symbol>[^)]++))?\)")
 # Passes' own snapshots: `SoftwarePipeliner internal IR Dump After: LowerLoops`, `WarpSpec internal ...`.
-_INTERNAL = re.compile(r"^// -----// (?P<who>\w+) internal IR Dump (?P<when>Before|After): ?(?P<pass>.*?)\s*$")
+_INTERNAL = re.compile(r"// -----// (?P<who>\w++) internal IR Dump (?P<when>Before|After):(?P<pass>.*)")
 # New pass manager: `; *** IR Dump After InstCombinePass on add_kernel ***`; legacy (codegen) pass
 # manager: `*** IR Dump After SROA (sroa) ***`, and `# *** ... ***` before machine-code (MIR) dumps.
-_LLVM = re.compile(r"^(?P<prefix>; |# )?\*\*\* IR Dump (?P<when>Before|After) (?P<pass>.+?)(?P<failed> Failed)?"
-                   r"(?: on (?P<target>.+?))?(?P<omitted> omitted because no change)? \*\*\*:?\s*$")
-_LEGACY_ARG = re.compile(r"^(?P<name>.*?) \((?P<arg>[\w.\-]+)\)$")
+_LLVM_PREFIXES = {"; ": "; ", "# ": "# ", "": None}
+_LEGACY_ARG = re.compile(r"(?P<arg>[\w.\-]++)\)")
 
 FUNCTION_ANCHORS = frozenset({"tt.func", "llvm.func", "func.func", "gpu.func"})
 
@@ -63,35 +59,89 @@ class Header:
     dialect: str  # mlir / llvm / mir: which printer wrote the body
 
 
+def _split_when(text: str) -> tuple[str, str] | None:
+    when, _, rest = text.partition(" ")
+    return (when, rest) if when in ("Before", "After") and rest else None
+
+
+def _mlir_header(line: str) -> Header | None:
+    text = line.rstrip()
+    if not text.startswith(_MLIR_PREFIX) or not text.endswith(_MLIR_SUFFIX):
+        return None
+    split = _split_when(text[len(_MLIR_PREFIX):-len(_MLIR_SUFFIX)])
+    if split is None:
+        return None
+    when, rest = split
+    cut = rest.rfind(" ('")
+    anchor = _ANCHOR.fullmatch(rest, cut + 3) if cut > 0 else None
+    if anchor is None:
+        return None
+    head = rest[:cut]
+    # `Pass: arg{opts}` (new) or `Pass (arg{opts})` / `Pass` (old); ` Failed` follows the pass name.
+    # Pass names may hold spaces and parentheses (`(anonymous namespace)::Foo`), never `: `.
+    if ": " in head:
+        name, arg = head.split(": ", 1)
+        if not arg or arg[0] in " {(":
+            return None
+    else:
+        name, arg = head, None
+        if head.endswith(")"):
+            opening = head.rfind(" (")
+            inner = head[opening + 2:-1] if opening > 0 else ""
+            if opening > 0 and "(" not in inner.split("{", 1)[0] and ")" not in inner.split("{", 1)[0]:
+                name, arg = head[:opening], inner or None
+    failed = name.endswith(" Failed")
+    name = name.removesuffix(" Failed")
+    if not name:
+        return None
+    kind = "failed" if failed else when.lower()
+    scope = "function" if anchor["anchor"] in FUNCTION_ANCHORS else "module"
+    return Header(kind, name, arg, scope, anchor["symbol"], "mlir")
+
+
+def _llvm_header(line: str) -> Header | None:
+    text = line.rstrip()
+    prefix = next((p for p in ("; ", "# ") if text.startswith(p + "*** IR Dump ")), "")
+    body = text[len(prefix):]
+    if not body.startswith("*** IR Dump "):
+        return None
+    body = body.removesuffix(":")
+    if not body.endswith(" ***"):
+        return None
+    split = _split_when(body[len("*** IR Dump "):-len(" ***")])
+    if split is None:
+        return None
+    when, rest = split
+    rest = rest.removesuffix(" omitted because no change")
+    name, _on, target = rest.rpartition(" on ") if " on " in rest else (rest, "", "")
+    failed = name.endswith(" Failed")
+    name = name.removesuffix(" Failed")
+    if not name:
+        return None
+    target = target.strip()
+    is_module = not target or target.startswith("[")
+    arg = None
+    if prefix != "; " and name.endswith(")"):
+        cut = name.rfind(" (")
+        legacy = _LEGACY_ARG.fullmatch(name, cut + 2) if cut > 0 else None
+        if legacy:
+            name, arg = name[:cut], legacy["arg"]
+    kind = "failed" if failed else when.lower()
+    dialect = "mir" if prefix == "# " else "llvm"
+    return Header(kind, name, arg, "module" if is_module else "function", None if is_module else target, dialect)
+
+
 def parse_header(line: str) -> Header | None:
     """The header's parts; None for a line that is not a dump header."""
     line = line.rstrip("\r\n")
-    for pattern in (_MLIR_NEW, _MLIR_OLD):
-        match = pattern.match(line)
-        if match:
-            failed = bool(match["failed"])
-            kind = "failed" if failed else match["when"].lower()
-            arg = match["arg"]
-            if pattern is _MLIR_NEW and match["opts"]:
-                arg = f"{arg}{match['opts']}"
-            anchor = "function" if match["anchor"] in FUNCTION_ANCHORS else "module"
-            return Header(kind, match["pass"], arg or None, anchor, match["symbol"], "mlir")
+    header = _mlir_header(line)
+    if header is not None:
+        return header
     match = _INTERNAL.match(line)
     if match:
-        return Header("internal", f"{match['who']} {match['pass'] or '?'}".strip(), None, "module", None, "mlir")
-    match = _LLVM.match(line)
-    if match:
-        target = (match["target"] or "").strip()
-        kind = "failed" if match["failed"] else match["when"].lower()
-        is_module = not target or target.startswith("[")
-        name, arg = match["pass"], None
-        legacy = _LEGACY_ARG.match(name) if match["prefix"] != "; " else None
-        if legacy:
-            name, arg = legacy["name"], legacy["arg"]
-        dialect = "mir" if match["prefix"] == "# " else "llvm"
-        return Header(kind, name, arg, "module" if is_module else "function",
-                      None if is_module else target, dialect)
-    return None
+        name = match["pass"].strip()
+        return Header("internal", f"{match['who']} {name or '?'}".strip(), None, "module", None, "mlir")
+    return _llvm_header(line)
 
 
 def pass_option(pass_arg: str | None, option: str) -> str | None:
