@@ -1,0 +1,55 @@
+"""GPU time breakdown per rank and per step (HTA's definitions) on hand-built traces."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from dashboard.analysis.breakdown import breakdown_by_rank, breakdown_by_step, classified_intervals
+from tests.support.findings_trace import TraceBuilder
+
+NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+
+
+def _two_step_trace() -> dict[str, pl.DataFrame]:
+    # compute [0,100) [150,250) in step 1; all-reduce [200,400) and a copy [450,500) in step 2.
+    return (TraceBuilder().kernel(0, 0, 100, step=1).kernel(0, 150, 250, step=1)
+            .kernel(0, 200, 400, name=NCCL, step=2, stream=20).copy(0, 450, 500, step=2).tables())
+
+
+def test_rank_breakdown_splits_the_span_into_compute_communication_memory_and_idle() -> None:
+    tables = _two_step_trace()
+    row = breakdown_by_rank(classified_intervals(tables["kernels"], tables["memcpy"])).row(0, named=True)
+    # union = [0,100) + [150,400) + [450,500) = 400; compute = 200; compute ∪ comm = 350.
+    assert (row["span_ns"], row["busy_ns"], row["idle_ns"]) == (500, 400, 100)
+    assert (row["compute_ns"], row["communication_ns"], row["memory_ns"]) == (200, 150, 50)
+    assert (row["communication_total_ns"], row["overlap_ns"]) == (200, 50)
+    assert (row["idle_share"], row["compute_share"]) == (0.2, 0.4)
+    assert abs(row["non_compute_share"] - 0.4) < 1e-12
+
+
+def test_step_breakdown_counts_what_each_step_launched() -> None:
+    tables = _two_step_trace()
+    steps = breakdown_by_step(classified_intervals(tables["kernels"], tables["memcpy"]))
+    assert steps.select("rank", "step", "span_ns", "idle_ns", "compute_ns", "communication_ns", "memory_ns",
+                        "overlap_ns").rows() == [(0, 1, 250, 50, 200, 0, 0, 0), (0, 2, 300, 50, 0, 200, 50, 0)]
+
+
+def test_kernels_named_memcpy_count_as_memory_and_ranks_stay_apart() -> None:
+    tables = (TraceBuilder().kernel(0, 0, 10, name="Memcpy DtoD (Device -> Device)").kernel(1, 0, 40)
+              .kernel(1, 60, 100, name="rcclKernel_Broadcast").tables())
+    rows = breakdown_by_rank(classified_intervals(tables["kernels"], tables["memcpy"])).select(
+        "rank", "span_ns", "idle_ns", "compute_ns", "communication_ns", "memory_ns").rows()
+    assert rows == [(0, 10, 0, 0, 0, 10), (1, 100, 20, 40, 40, 0)]
+
+
+def test_steps_outside_every_profiler_step_form_their_own_null_bucket() -> None:
+    tables = TraceBuilder().kernel(0, 0, 10, step=3).kernel(0, 20, 30).tables()
+    steps = breakdown_by_step(classified_intervals(tables["kernels"], tables["memcpy"]))
+    assert steps.select("step", "span_ns").sort("step", nulls_last=True).rows() == [(3, 10), (None, 10)]
+
+
+def test_no_activity_gives_empty_frames_with_the_columns() -> None:
+    tables = TraceBuilder().tables()
+    intervals = classified_intervals(tables["kernels"], tables["memcpy"])
+    assert breakdown_by_rank(intervals).height == 0
+    assert "idle_share" in breakdown_by_step(intervals).columns
