@@ -135,3 +135,14 @@ def run_intervals(run: Run) -> pl.DataFrame:
 def gpu_time_breakdown(run: Run) -> pl.DataFrame:
     """Per rank of `run` (a store.Run): span, idle, compute, communication and memory time in ns, shares."""
     return breakdown_by_rank(run_intervals(run))
+
+
+def breakdown_text(by_rank: pl.DataFrame, max_ranks: int = 4) -> str:
+    """`rank 0: compute 17.2% · communication 27.6% · memory 0.0% · idle 55.2%; rank 1: …` (shares of the span)."""
+    parts = []
+    for row in by_rank.filter(pl.col("span_ns") > 0).head(max_ranks).iter_rows(named=True):
+        shares = " · ".join(f"{name} {row[f'{name}_ns'] / row['span_ns']:.1%}"
+                            for name in ("compute", "communication", "memory", "idle"))
+        parts.append(f"rank {row['rank']}: {shares}")
+    more = by_rank.height - max_ranks
+    return "; ".join(parts) + (f"; {more} more ranks" if more > 0 else "")

@@ -136,7 +136,22 @@ def compare_figures(run: Run, query: Query) -> dict[str, go.Figure]:
     return {name: figure for name, figure in figures.items() if figure.data}  # e.g. no kernel on both sides
 
 
+def insights_figures(run: Run, query: Query) -> dict[str, go.Figure]:
+    import polars as pl
+
+    from dashboard.analysis.insights import run_insights
+    from dashboard.figures.insights import breakdown_figure
+
+    insights = run_insights(run)
+    by_step = insights.by_step.filter(pl.col("step").is_not_null())
+    figures = {"insights-breakdown": breakdown_figure(insights.by_rank)}
+    if by_step.height:
+        figures["insights-breakdown-steps"] = breakdown_figure(by_step, by_step=True)
+    return figures
+
+
 PAGES: dict[str, PageFigures] = {
+    "insights": insights_figures,
     "kernels": kernels_figures,
     "layers": layers_figures,
     "timeline": timeline_figures,
@@ -145,8 +160,8 @@ PAGES: dict[str, PageFigures] = {
     "compare": compare_figures,
 }
 # Which evidence a page needs before it has charts to export.
-PAGE_EVIDENCE = {"kernels": "kernels", "layers": "layers", "timeline": "kernels", "memory": "memory",
-                 "planner": "planner", "compare": "kernels"}
+PAGE_EVIDENCE = {"insights": "kernels", "kernels": "kernels", "layers": "layers", "timeline": "kernels",
+                 "memory": "memory", "planner": "planner", "compare": "kernels"}
 
 
 def pages_for(run: Run) -> list[str]:

@@ -53,7 +53,8 @@ def page_href(path: str, run_id: str | None, **params: Any) -> str:
 
 
 # The evidence each page needs, for choosing its default run.
-PAGE_EVIDENCE = {"/kernels": "kernels", "/layers": "layers", "/timeline": "kernels", "/memory": "memory",
+PAGE_EVIDENCE = {"/insights": "kernels", "/kernels": "kernels", "/layers": "layers", "/timeline": "kernels",
+                 "/memory": "memory",
                  "/planner": "planner", "/compare": "kernels"}
 
 
