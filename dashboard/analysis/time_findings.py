@@ -87,7 +87,7 @@ def idle_findings(tables: TimeTables) -> list[Finding]:
             key="idle", title=f"GPU idle {row['idle_share']:.0%} of its span on rank {row['rank']}",
             share=row["idle_share"], share_of=tables.span_text(row["rank"]), at_stake_ns=row["idle_ns"],
             url=view_href("/timeline", tables.run_id, rank=row["rank"]),
-            advice="see the causes below: the timeline shows where the GPU lanes are empty",
+            advice="its causes are findings of their own; the timeline shows where the GPU lanes are empty",
             evidence={"span": format_ns(row["span_ns"]), "idle": format_ns(row["idle_ns"]),
                       "compute": format_ns(row["compute_ns"]), "communication": format_ns(row["communication_ns"]),
                       "memory": format_ns(row["memory_ns"]), "other ranks idle": _others(ranked, "idle_share",
