@@ -146,3 +146,23 @@ def breakdown_text(by_rank: pl.DataFrame, max_ranks: int = 4) -> str:
         parts.append(f"rank {row['rank']}: {shares}")
     more = by_rank.height - max_ranks
     return "; ".join(parts) + (f"; {more} more ranks" if more > 0 else "")
+
+
+def hta_scope(intervals_source: tuple[pl.DataFrame, pl.DataFrame], api_calls: pl.DataFrame,
+              ranges: pl.DataFrame) -> pl.DataFrame:
+    """classified_intervals of the kernels and copies HTA's temporal breakdown counts.
+
+    HTA keeps GPU work whose launching CPU call starts before the last
+    ProfilerStep of the rank begins (the last step is often cut short), and
+    drops GPU work with no launch in the trace. Without profiler steps it
+    keeps everything, as HTA does. Used to check our numbers against HTA's.
+    """
+    kernels, memcpy = intervals_source
+    last_step = ranges.filter(pl.col("category") == "profiler_step").group_by("rank").agg(
+        pl.col("start_ns").max().alias("last_step_ns"))
+    if last_step.height == 0:
+        return classified_intervals(kernels, memcpy)
+    launches = api_calls.drop_nulls("correlation").join(last_step, on="rank").filter(
+        pl.col("start_ns") < pl.col("last_step_ns")).select("rank", "correlation").unique()
+    keep = [table.join(launches, on=["rank", "correlation"], how="semi") for table in (kernels, memcpy)]
+    return classified_intervals(*keep)
