@@ -60,7 +60,7 @@ def test_hta_scope_leaves_out_the_last_step_and_unlaunched_work() -> None:
 
     tables = (TraceBuilder().step(0, 1, 0, 1000).step(0, 2, 1000, 2000)
               .kernel(0, 100, 200, launch_end=90).kernel(0, 300, 400)  # no launch in the trace: dropped
-              .kernel(0, 1100, 1200, launch_end=1050)  # launched in the last step: dropped
+              .kernel(0, 1700, 1800, launch_end=1600)  # launch call starts at 1100, in the last step: dropped
               .copy(0, 500, 600, launch_end=450).tables())
     kept = hta_scope((tables["kernels"], tables["memcpy"]), tables["api_calls"], tables["ranges"])
     assert kept.select("start_ns", "kind").sort("start_ns").rows() == [(100, "compute"), (500, "memory")]
