@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import dash
+import polars as pl
 import pytest
 
 from dashboard.analysis import run_views
@@ -74,3 +75,19 @@ def test_kernel_page_shows_the_breakdown_headline(demo: tuple[Any, RunStore]) ->
     row = run_insights(store.open(run_id)).by_rank.row(0, named=True)
     assert text.startswith(f"rank 0: compute {row['compute_ns'] / row['span_ns']:.1%} · communication ")
     assert f"idle {row['idle_ns'] / row['span_ns']:.1%}; rank 1:" in text
+
+
+def test_overlap_and_launch_tables_show_the_analysis_numbers(demo: tuple[Any, RunStore]) -> None:
+    from dashboard.analysis.units import format_ns
+
+    client, store = demo
+    run_id = _run_with(store, "layers")
+    tree = layout(client, f"{HOST}/insights?run={run_id}")
+    table = next(c for c in components(tree) if "comm-overlap" in c["props"].get("className", ""))
+    cells = [c["props"]["children"] for c in components(table) if c["type"] == "Td"]
+    first = run_insights(store.open(run_id)).by_step.filter(pl.col("communication_total_ns") > 0).row(0, named=True)
+    assert cells[:6] == [first["rank"], first["step"], format_ns(first["communication_total_ns"]),
+                         format_ns(first["overlap_ns"]),
+                         f"{first['overlap_ns'] / first['communication_total_ns']:.1%}",
+                         format_ns(first["communication_ns"])]
+    assert any("launch-stats" in c["props"].get("className", "") for c in components(tree))

@@ -40,6 +40,7 @@ def breakdown_figure(frame: pl.DataFrame, by_step: bool = False) -> go.Figure:
     title = "GPU time per rank and profiler step" if by_step else "GPU time per rank"
     figure.update_layout(template=TEMPLATE, barmode="stack", title=title, yaxis_title="time (ms)",
                          xaxis_title="rank · step" if by_step else "rank", legend_title_text="",
+                         legend_traceorder="normal",
                          meta={"definition": BREAKDOWN_DEFINITION})
     figure.update_xaxes(type="category")
     return figure

@@ -70,17 +70,47 @@ def finding_item(finding: Finding, index: int) -> html.Details:
                         **{"data-key": finding.key})
 
 
+def small_table(headers: list[str], rows: list[list[Any]], class_name: str) -> html.Table:
+    return html.Table([html.Thead(html.Tr([html.Th(h) for h in headers])),
+                       html.Tbody([html.Tr([html.Td(cell) for cell in row]) for row in rows])],
+                      className=f"table table-sm w-auto small {class_name}")
+
+
+def _share(part: float | None, whole: float | None) -> str:
+    return f"{part / whole:.1%}" if part is not None and whole else "–"
+
+
 def _cause_table(insights: Insights) -> html.Table | None:
     causes = insights.idle_causes.join(insights.by_rank.select("rank", "span_ns"), on="rank")
     if causes.height == 0:
         return None
-    header = html.Thead(html.Tr([html.Th("rank"), html.Th("cause"), html.Th("gaps"), html.Th("idle"),
-                                 html.Th("of the span")]))
-    body = html.Tbody([html.Tr([html.Td(rank), html.Td(cause), html.Td(f"{gaps:,}"), html.Td(format_ns(idle)),
-                                html.Td(f"{idle / span:.1%}" if span else "–")])
-                       for rank, cause, gaps, idle, span in causes.select("rank", "cause", "gaps", "idle_ns",
-                                                                           "span_ns").rows()])
-    return html.Table([header, body], className="table table-sm w-auto small idle-causes")
+    return small_table(["rank", "cause", "gaps", "idle", "of the span"], [
+        [rank, cause, f"{gaps:,}", format_ns(idle), _share(idle, span)]
+        for rank, cause, gaps, idle, span in causes.select("rank", "cause", "gaps", "idle_ns", "span_ns").rows()],
+        "idle-causes")
+
+
+def _overlap_table(insights: Insights) -> html.Table | None:
+    """Communication / computation overlap per rank and step (HTA's: overlapped ÷ communication time)."""
+    steps = insights.by_step.filter(pl.col("communication_total_ns") > 0).head(MAX_STEP_BARS)
+    if steps.height == 0:
+        return None
+    return small_table(["rank", "step", "communication", "under compute", "overlap", "exposed"], [
+        [rank, "–" if step is None else step, format_ns(total), format_ns(overlap), _share(overlap, total),
+         format_ns(exposed)]
+        for rank, step, total, overlap, exposed in steps.select("rank", "step", "communication_total_ns",
+                                                                "overlap_ns", "communication_ns").rows()],
+        "comm-overlap")
+
+
+def _launch_table(insights: Insights) -> html.Table | None:
+    if insights.launch.height == 0:
+        return None
+    return small_table(["rank", "kernels", "short (< 10 µs)", "of the count", "of kernel time", "median launch delay",
+                        "p95 launch delay"], [
+        [row["rank"], f"{row['kernels']:,}", f"{row['short_kernels']:,}", _share(row["short_count_share"], 1),
+         _share(row["short_time_share"], 1), format_ns(row["median_delay_ns"]), format_ns(row["p95_delay_ns"])]
+        for row in insights.launch.iter_rows(named=True)], "launch-stats")
 
 
 def _thresholds() -> html.Details:
@@ -108,9 +138,22 @@ def breakdown_section(insights: Insights) -> html.Div:
     if by_step.height:
         parts.append(chart("insights-breakdown-steps", breakdown_figure(by_step, by_step=True),
                            "gpu-time-per-step", height=400))
-    table = _cause_table(insights)
-    if table is not None:
-        parts += [html.H6("Idle time by cause", className="mt-2"), table]
+    return html.Div(parts, className="mb-4")
+
+
+def details_section(insights: Insights) -> html.Div:
+    """The numbers behind the findings: idle by cause, overlap per rank and step, launch statistics."""
+    parts: list[Any] = [html.H5("Details", className="mt-4")]
+    tables = (("Idle time by cause", _cause_table(insights), ""),
+              ("Communication / computation overlap", _overlap_table(insights),
+               "overlap = collective time during which compute kernels also run, ÷ collective time; "
+               "exposed = collective time with no compute under it"),
+              ("Kernel launches", _launch_table(insights),
+               "launch delay = kernel start − end of the API call that launched it (queueing ahead of the GPU "
+               "is normal; near zero with idle gaps means the CPU cannot keep up)"))
+    for title, table, note in tables:
+        if table is not None:
+            parts += [html.H6(title, className="mt-2"), html.P(note, className="small text-muted mb-1"), table]
     return html.Div(parts, className="mb-4")
 
 
@@ -132,7 +175,10 @@ def layout(run: str | None = None, **_query: Any) -> html.Div:
         return html.Div([header, notice], id="insights-page")
     insights = run_insights(chosen)
     sections: list[Any] = [header]
-    if chosen.has("kernels") or chosen.has("memcpy"):
+    gpu_time = chosen.has("kernels") or chosen.has("memcpy")
+    if gpu_time:
         sections.append(breakdown_section(insights))
     sections.append(findings_section(insights))
+    if gpu_time:
+        sections.append(details_section(insights))
     return html.Div(sections, id="insights-page")
