@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from dashboard.analysis.gpu_busy import merged_intervals
 from dashboard.store import Run
 
 COMMUNICATION_PATTERN = (r"(?i)nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv")
@@ -51,6 +50,12 @@ def kernel_kind() -> pl.Expr:
             .otherwise(pl.lit("compute")))
 
 
+def with_kernel_kinds(kernels: pl.DataFrame) -> pl.DataFrame:
+    """`kernels` with a `kind` column, classified once per distinct name (a run has a few hundred)."""
+    names = kernels.select(pl.col("name").unique()).with_columns(kernel_kind().alias("kind"))
+    return kernels.join(names, on="name", how="left", nulls_equal=True)
+
+
 def classified_intervals(kernels: pl.DataFrame, memcpy: pl.DataFrame) -> pl.DataFrame:
     """rank, step, start_ns, end_ns, kind of every kernel and copy (kind: compute / communication / memory)."""
     def part(frame: pl.DataFrame, kind: pl.Expr) -> pl.DataFrame:
@@ -58,37 +63,34 @@ def classified_intervals(kernels: pl.DataFrame, memcpy: pl.DataFrame) -> pl.Data
         return frame.select(pl.col("rank").cast(pl.Int32).fill_null(0), step.cast(pl.Int64).alias("step"),
                             pl.col("start_ns").cast(pl.Int64), pl.col("end_ns").cast(pl.Int64), kind.alias("kind"))
 
-    frame = pl.concat([part(kernels, kernel_kind()), part(memcpy, pl.lit("memory"))])
+    frame = pl.concat([part(with_kernel_kinds(kernels), pl.col("kind")), part(memcpy, pl.lit("memory"))])
     return frame.drop_nulls(["start_ns", "end_ns"]).with_columns(pl.max_horizontal("start_ns", "end_ns")
                                                                   .alias("end_ns"))
 
 
-def _union_ns(intervals: pl.DataFrame, keys: list[str], name: str) -> pl.DataFrame:
-    """keys + `name` = length of the union of `intervals` per group of `keys`."""
-    if intervals.height == 0:
-        return pl.DataFrame(schema={**{k: _GROUP_SCHEMA[k] for k in keys}, name: pl.Int64})
-    groups = intervals.select(keys).unique().with_row_index("gid")
-    # merged_intervals unites per `rank`: a group id in that column unites per group.
-    tagged = intervals.join(groups, on=keys).select(pl.col("gid").cast(pl.Int32).alias("rank"), "start_ns", "end_ns")
-    lengths = merged_intervals(tagged).group_by("rank").agg((pl.col("end_ns") - pl.col("start_ns")).sum()
-                                                            .cast(pl.Int64).alias(name))
-    return groups.join(lengths.rename({"rank": "gid"}).with_columns(pl.col("gid").cast(pl.UInt32)), on="gid",
-                       how="left").select(*keys, pl.col(name).fill_null(0))
+def _union_length(mask: pl.Expr) -> pl.Expr:
+    """In a group_by: length of the union of the group's rows where `mask` holds (rows sorted by start).
+
+    With intervals sorted by start, an interval adds what lies past the
+    furthest end of the earlier ones (`reach`): every point between its start
+    and that end is covered by the interval that reached it. One sort serves
+    every subset: the rows outside `mask` carry no end and add nothing.
+    """
+    end = pl.when(mask).then(pl.col("end_ns"))
+    reach = end.cum_max().forward_fill().shift(1)
+    added = (pl.col("end_ns") - pl.max_horizontal("start_ns", reach)).clip(lower_bound=0)
+    return pl.when(mask).then(added).otherwise(0).sum()
 
 
 def _breakdown(intervals: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    spans = intervals.group_by(keys).agg((pl.col("end_ns").max() - pl.col("start_ns").min()).alias("span_ns"))
     kind = pl.col("kind")
-    unions = [
-        _union_ns(intervals, keys, "busy_ns"),
-        _union_ns(intervals.filter(kind == "compute"), keys, "c"),
-        _union_ns(intervals.filter(kind != "memory"), keys, "cc"),
-        _union_ns(intervals.filter(kind == "communication"), keys, "communication_total_ns"),
-    ]
-    frame = spans
-    for union in unions:
-        frame = frame.join(union, on=keys, how="left")
-    frame = frame.fill_null(0)
+    frame = intervals.sort([*keys, "start_ns"]).group_by(keys).agg(
+        (pl.col("end_ns").max() - pl.col("start_ns").min()).alias("span_ns"),
+        _union_length(pl.lit(True)).alias("busy_ns"),
+        _union_length(kind == "compute").alias("c"),
+        _union_length(kind != "memory").alias("cc"),
+        _union_length(kind == "communication").alias("communication_total_ns"),
+    )
     return frame.select(
         *keys, pl.col("span_ns").cast(pl.Int64), "busy_ns",
         (pl.col("span_ns") - pl.col("busy_ns")).alias("idle_ns"),

@@ -41,7 +41,7 @@ def time_tables(run_id: str, kernels: pl.DataFrame, memcpy: pl.DataFrame, api_ca
     return TimeTables(
         run_id=run_id, by_rank=breakdown.breakdown_by_rank(intervals), by_step=breakdown.breakdown_by_step(intervals),
         gaps=gaps,
-        kernels=kernels.drop_nulls(["start_ns", "end_ns"]).with_columns(breakdown.kernel_kind().alias("kind")),
+        kernels=breakdown.with_kernel_kinds(kernels.drop_nulls(["start_ns", "end_ns"])),
         launch=launch_stats.launch_summary(launch_stats.launch_delays(kernels, api_calls)),
         copies=copy_analysis.copy_summary(copy_analysis.copy_classes(memcpy, api_calls)))
 
@@ -54,6 +54,12 @@ def _kernel_side(run: Run) -> tuple[pl.DataFrame, ...]:
         "rank", "category", "start_ns", "end_ns").collect()
     return kernels.with_columns(pl.col("rank").cast(pl.Int32)), memcpy.with_columns(pl.col("rank").cast(pl.Int32)), \
         api_calls, ranges
+
+
+@lru_cache(maxsize=8)
+def run_breakdown(run: Run) -> pl.DataFrame:
+    """breakdown.gpu_time_breakdown of `run`, cached: the /kernels headline reads only this."""
+    return breakdown.gpu_time_breakdown(run)
 
 
 @lru_cache(maxsize=8)
@@ -85,4 +91,5 @@ def run_insights(run: Run) -> Insights:
 
 
 def clear_caches() -> None:
+    run_breakdown.cache_clear()
     run_insights.cache_clear()
