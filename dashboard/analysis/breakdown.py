@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from dashboard import schema
 from dashboard.store import Run
 
 COMMUNICATION_PATTERN = (r"(?i)nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv")
@@ -127,10 +128,20 @@ def breakdown_by_step(intervals: pl.DataFrame) -> pl.DataFrame:
                                            .otherwise(pl.col("step")).alias("step")))
 
 
+def read_columns(run: Run, table: str, columns: tuple[str, ...]) -> pl.DataFrame:
+    """`columns` of a run's table; a column the run was stored without (runs stored before `step` existed)
+    reads as nulls of its canonical type."""
+    scan = run.scan(table)
+    present = set(scan.collect_schema().names())
+    canonical = schema.schema_of(table)
+    return scan.select([pl.col(c) if c in present else pl.lit(None, dtype=canonical[c]).alias(c)
+                        for c in columns]).collect()
+
+
 def run_intervals(run: Run) -> pl.DataFrame:
     """classified_intervals of a run's kernels and copies, reading only the columns it needs."""
-    kernels = run.scan("kernels").select("rank", "step", "name", "start_ns", "end_ns").collect()
-    memcpy = run.scan("memcpy").select("rank", "step", "start_ns", "end_ns").collect()
+    kernels = read_columns(run, "kernels", ("rank", "step", "name", "start_ns", "end_ns"))
+    memcpy = read_columns(run, "memcpy", ("rank", "step", "start_ns", "end_ns"))
     return classified_intervals(kernels, memcpy)
 
 

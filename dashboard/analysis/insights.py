@@ -47,9 +47,9 @@ def time_tables(run_id: str, kernels: pl.DataFrame, memcpy: pl.DataFrame, api_ca
 
 
 def _kernel_side(run: Run) -> tuple[pl.DataFrame, ...]:
-    kernels = run.scan("kernels").select(KERNEL_COLUMNS).collect()
-    memcpy = run.scan("memcpy").select(MEMCPY_COLUMNS).collect()
-    api_calls = run.scan("api_calls").select("rank", "name", "correlation", "start_ns", "end_ns").collect()
+    kernels = breakdown.read_columns(run, "kernels", KERNEL_COLUMNS)
+    memcpy = breakdown.read_columns(run, "memcpy", MEMCPY_COLUMNS)
+    api_calls = breakdown.read_columns(run, "api_calls", ("rank", "name", "correlation", "start_ns", "end_ns"))
     ranges = run.scan("ranges").filter(pl.col("category") == "profiler_step").select(
         "rank", "category", "start_ns", "end_ns").collect()
     return kernels.with_columns(pl.col("rank").cast(pl.Int32)), memcpy.with_columns(pl.col("rank").cast(pl.Int32)), \

@@ -66,3 +66,19 @@ def test_hta_scope_leaves_out_the_last_step_and_unlaunched_work() -> None:
     assert kept.select("start_ns", "kind").sort("start_ns").rows() == [(100, "compute"), (500, "memory")]
     tables["ranges"] = tables["ranges"].clear()  # without steps everything counts
     assert hta_scope((tables["kernels"], tables["memcpy"]), tables["api_calls"], tables["ranges"]).height == 4
+
+
+def test_a_run_stored_before_the_step_column_still_breaks_down(tmp_path) -> None:
+    from dashboard.analysis.breakdown import gpu_time_breakdown
+    from dashboard.analysis.insights import run_insights
+    from dashboard.store import RunStore
+
+    store = RunStore(tmp_path)
+    tables = TraceBuilder().kernel(0, 0, 100, launch_end=-10).kernel(0, 150, 250, launch_end=140).tables()
+    run = store.open(store.write("old", tables))
+    for table in ("kernels", "memcpy"):  # as written before `step` existed
+        path = run.info.path / f"{table}.parquet"
+        if path.exists():
+            pl.read_parquet(path).drop("step").write_parquet(path)
+    assert gpu_time_breakdown(run).select("span_ns", "idle_ns", "compute_ns").rows() == [(250, 50, 200)]
+    assert run_insights(run).by_step.get_column("step").to_list() == [None]
