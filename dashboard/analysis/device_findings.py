@@ -49,11 +49,12 @@ def memory_findings(run_id: str, op_memory: pl.DataFrame) -> list[Finding]:
             found.append(Finding(
                 key=f"memory:peak:{row['rank']}:{row['buffer_type']}",
                 title=f"{where} peaks at {row['utilisation']:.0%} of capacity before op {row['peak_op_index']}",
-                share=row["utilisation"], share_of=f"{row['buffer_type']} capacity per bank ({format_bytes(capacity)})",
+                share=row["utilisation"],
+                share_of=f"{row['buffer_type']} capacity per bank ({format_bytes(capacity, 4)})",
                 at_stake_bytes=row["allocated"], url=url,
                 advice="free or spill what is live at the peak (deallocate earlier, move to DRAM, smaller shards)",
                 evidence={"allocated per bank": format_bytes(row["allocated_per_bank"]),
-                          "capacity per bank": format_bytes(capacity),
+                          "capacity per bank": format_bytes(capacity, 4),
                           "allocated by (culprit)": f"op {row['culprit_op_index']} {row['culprit_mlir_op'] or ''} "
                                                     f"(+{format_bytes(row['culprit_delta_per_bank'])} per bank)",
                           "next op": f"{row['next_mlir_op'] or row['next_op_type'] or ''}"}))
@@ -64,11 +65,14 @@ def memory_findings(run_id: str, op_memory: pl.DataFrame) -> list[Finding]:
                 key=f"memory:fragmentation:{row['rank']}:{row['buffer_type']}",
                 title=f"{where} is {row['fragmentation']:.0%} fragmented at its peak",
                 share=stranded / capacity if capacity else 0.0,
-                share_of=f"{row['buffer_type']} capacity per bank ({format_bytes(capacity)})",
+                share_of=f"{row['buffer_type']} capacity per bank ({format_bytes(capacity, 4)})",
                 at_stake_bytes=stranded * (row["banks"] or 1), url=url,
                 advice="allocate long-lived buffers first or reorder ops so that frees leave contiguous space",
                 evidence={"free per bank": format_bytes(free),
-                          "largest free block": format_bytes(row["largest_free_per_bank"])}))
+                          "largest free block": format_bytes(row["largest_free_per_bank"]),
+                          "stranded per bank (free outside the largest block)": format_bytes(stranded),
+                          f"stranded on the device (x {row['banks'] or 1} banks)":
+                              format_bytes(stranded * (row["banks"] or 1))}))
     found.extend(_padding_findings(run_id, op_memory))
     return found
 
