@@ -33,7 +33,9 @@ HTA_NOTE = ("Compared with Holistic Trace Analysis (get_temporal_breakdown): the
             "non-compute definitions, on every event of the run. HTA leaves out the last profiler step and "
             "GPU work whose launch is not in the trace; on the same events the shares agree (checked in CI "
             "on real traces). Communication kernels here also include RCCL and collectives named without "
-            "'nccl'; HTA's communication/computation overlap is overlap ÷ communication time, as here.")
+            "'nccl'; HTA's communication/computation overlap is overlap ÷ communication time, as here. HTA "
+            "also counts CUDA synchronisation events recorded on a GPU stream (cuda_sync, newer PyTorch) as "
+            "busy non-compute time; they are not kernels or copies and are not counted here.")
 
 
 def _open_run(run_id: str | None) -> tuple[Run | None, html.Div | None]:
