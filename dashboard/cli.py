@@ -270,6 +270,23 @@ def export_pngs(run_id: str, data_dir: Path, pages: tuple[str, ...], out_dir: Pa
         _fail(f"error: {exc}", False)
 
 
+@cli.command("report")
+@click.argument("run_id")
+@DATA_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (gpu_time per rank, findings with their links).")
+@click.option("--base-url", default="", help="Prefix for the findings' links, e.g. http://host:8050.")
+def report(run_id: str, data_dir: Path, as_json: bool, base_url: str) -> None:
+    """Print what to fix first in a run: GPU time per rank and the findings of /insights."""
+    from dashboard.report import report_json, report_text
+    from dashboard.store import RunNotFound, RunStore
+
+    try:
+        run = RunStore(data_dir).open(run_id)
+    except RunNotFound:
+        _fail(f"error: no run named {run_id!r} in {data_dir}", False)
+    click.echo(report_json(run, base_url) if as_json else report_text(run, base_url))
+
+
 def _register_optional_commands() -> None:
     # Capture needs no GPU to be listed; it explains itself when CUPTI is absent.
     from dashboard.capture import capture_command, merge_command

@@ -163,7 +163,22 @@ def compiler_figures(run: Run, query: Query) -> dict[str, go.Figure]:
     return figures
 
 
+def insights_figures(run: Run, query: Query) -> dict[str, go.Figure]:
+    import polars as pl
+
+    from dashboard.analysis.insights import run_insights
+    from dashboard.figures.insights import breakdown_figure
+
+    insights = run_insights(run)
+    by_step = insights.by_step.filter(pl.col("step").is_not_null())
+    figures = {"insights-breakdown": breakdown_figure(insights.by_rank)}
+    if by_step.height:
+        figures["insights-breakdown-steps"] = breakdown_figure(by_step, by_step=True)
+    return figures
+
+
 PAGES: dict[str, PageFigures] = {
+    "insights": insights_figures,
     "kernels": kernels_figures,
     "layers": layers_figures,
     "timeline": timeline_figures,
@@ -173,8 +188,8 @@ PAGES: dict[str, PageFigures] = {
     "compiler": compiler_figures,
 }
 # Which evidence a page needs before it has charts to export.
-PAGE_EVIDENCE = {"kernels": "kernels", "layers": "layers", "timeline": "kernels", "memory": "memory",
-                 "planner": "planner", "compare": "kernels", "compiler": "compiler"}
+PAGE_EVIDENCE = {"insights": "kernels", "kernels": "kernels", "layers": "layers", "timeline": "kernels",
+                 "memory": "memory", "planner": "planner", "compare": "kernels", "compiler": "compiler"}
 
 
 def pages_for(run: Run) -> list[str]:

@@ -16,7 +16,9 @@ from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import kernels as kernel_analysis
 from dashboard.analysis import run_views
+from dashboard.analysis.breakdown import breakdown_text
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
+from dashboard.analysis.insights import run_breakdown
 from dashboard.analysis.selection import format_keys, format_window, parse_keys, parse_window
 from dashboard.analysis.units import format_ns
 from dashboard.figures.kernels import duration_scatter_figure, keys_from_event, selected_points, top_kernels_figure
@@ -179,7 +181,10 @@ def layout(run: str | None = None, rank: str | None = None, sel: str | None = No
         url_state_store("kernels", _state(state_rank, state_group, state_top, selected, state_window, state_only)),
         controls,
         html.Div(view["totals"], id="kernels-totals", className="small text-muted"),
-        html.Div(f"GPU busy: {BUSY_DEFINITION}.", id="kernels-busy-definition", className="small text-muted mb-2"),
+        html.Div(f"GPU busy: {BUSY_DEFINITION}.", id="kernels-busy-definition", className="small text-muted"),
+        html.Div(["GPU time breakdown, whole run: ", breakdown_text(run_breakdown(chosen)), " · ",
+                  dcc.Link("Insights →", href=f"/insights?run={chosen.id}")],
+                 id="kernels-breakdown", className="small text-muted mb-2"),
         graphs,
         table,
     ], id="kernels-page")

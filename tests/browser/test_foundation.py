@@ -13,6 +13,7 @@ from dashboard.store import RunStore
 
 PAGES = {
     "/": "#runs-grid",
+    "/insights": "#insights-page",
     "/kernels": "#kernels-page",
     "/layers": "#layers-page",
     "/timeline": "#timeline-page",

@@ -1,0 +1,46 @@
+"""The GPU time breakdown chart: stacked bars of compute, communication, memory and idle, in ms."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import polars as pl
+
+from dashboard.analysis.breakdown import BREAKDOWN_DEFINITION
+from dashboard.figures.theme import TEMPLATE, empty_figure
+
+# (column, legend label, colour): compute first, idle last and grey, so the eye reads "work, then waste".
+PARTS = (("compute_ns", "compute", "#0072B2"), ("communication_ns", "communication", "#E69F00"),
+         ("memory_ns", "memory (copies, memsets)", "#009E73"), ("idle_ns", "idle", "#BAB0AC"))
+NS_PER_MS = 1e6
+
+
+def bar_labels(frame: pl.DataFrame, by_step: bool) -> list[str]:
+    """`rank 0` per rank; `r0 · step 5` (or `r0 · no step`) per step."""
+    if not by_step:
+        return [f"rank {rank}" for rank in frame.get_column("rank")]
+    return [f"r{rank} · {'no step' if step is None else f'step {step}'}"
+            for rank, step in frame.select("rank", "step").rows()]
+
+
+def breakdown_figure(frame: pl.DataFrame, by_step: bool = False) -> go.Figure:
+    """One stacked bar per rank (or per rank and step), the four parts adding up to the span."""
+    if frame.height == 0:
+        return empty_figure("No kernels or copies: no GPU time to break down")
+    labels = bar_labels(frame, by_step)
+    spans = frame.get_column("span_ns").to_list()
+    figure = go.Figure()
+    for column, name, colour in PARTS:
+        values = frame.get_column(column).to_list()
+        shares = [value / span if span else 0.0 for value, span in zip(values, spans, strict=True)]
+        figure.add_trace(go.Bar(
+            x=labels, y=[value / NS_PER_MS for value in values], name=name, marker_color=colour,
+            customdata=[[share * 100, span / NS_PER_MS] for share, span in zip(shares, spans, strict=True)],
+            hovertemplate=f"%{{x}}<br>{name}: %{{y:,.3f}} ms (%{{customdata[0]:.1f}}% of the "
+                          "%{customdata[1]:,.3f} ms span)<extra></extra>"))
+    title = "GPU time per rank and profiler step" if by_step else "GPU time per rank"
+    figure.update_layout(template=TEMPLATE, barmode="stack", title=title, yaxis_title="time (ms)",
+                         xaxis_title="rank · step" if by_step else "rank", legend_title_text="",
+                         legend_traceorder="normal",
+                         meta={"definition": BREAKDOWN_DEFINITION})
+    figure.update_xaxes(type="category")
+    return figure
