@@ -278,7 +278,7 @@ def export_pngs(run_id: str, data_dir: Path, pages: tuple[str, ...], out_dir: Pa
 @click.option("--rank-a", type=int, default=None, help="Rank of A (default: all ranks).")
 @click.option("--rank-b", type=int, default=None, help="Rank of B (default: all ranks).")
 @click.option("--fail-over", "fail_over", type=float, default=None, metavar="PCT",
-              help="Exit 1 when B's kernel time exceeds A's by more than PCT percent (for CI).")
+              help="Exit 1 when B's kernel time exceeds A's by more than PCT percent; 2 when a run has none (for CI).")
 def compare(run_a: str, run_b: str, data_dir: Path, as_json: bool, rank_a: int | None, rank_b: int | None,
             fail_over: float | None) -> None:
     """Where time and memory moved from run A (baseline) to run B: kernels, passes, layers, memory, planner."""
@@ -298,8 +298,9 @@ def compare(run_a: str, run_b: str, data_dir: Path, as_json: bool, rank_a: int |
     if fail_over is None:
         return
     slower = slower_by(report)
-    if slower is None:
-        _fail("error: --fail-over needs kernel time in both runs", False)
+    if slower is None:  # 2, not 1: a CI job must tell "cannot judge" from "slower"
+        click.echo("error: --fail-over needs kernel time in both runs", err=True)
+        sys.exit(2)
     if slower > fail_over:
         click.echo(f"fail: B's kernel time is {slower:.1f}% over A's (limit {fail_over:g}%)", err=True)
         sys.exit(1)
