@@ -147,3 +147,18 @@ def peak_comparison(op_memory_a: pl.DataFrame, op_memory_b: pl.DataFrame, rank_a
     return joined.with_columns(
         (pl.col("peak_b_bytes_per_bank") - pl.col("peak_a_bytes_per_bank")).alias("delta_bytes_per_bank"),
     ).sort(order, "buffer_type")
+
+
+def alignment_stretches(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Consecutive aligned positions of one kind (both / only in A / only in B) as one row each:
+    first_position, last_position, presence, first/last op index of each side (null where absent)."""
+    a, b = pl.col("op_index_a").is_not_null(), pl.col("op_index_b").is_not_null()
+    presence = pl.when(a & b).then(pl.lit("both")).when(a).then(pl.lit("only in A")).otherwise(pl.lit("only in B"))
+    marked = pairs.with_columns(presence.alias("presence"))
+    stretch = (pl.col("presence") != pl.col("presence").shift(1)).fill_null(True).cum_sum()
+    return marked.group_by(stretch.alias("stretch"), maintain_order=True).agg(
+        pl.col("position").first().alias("first_position"), pl.col("position").last().alias("last_position"),
+        pl.col("presence").first(), pl.col("op_index_a").min().alias("first_op_a"),
+        pl.col("op_index_a").max().alias("last_op_a"), pl.col("op_index_b").min().alias("first_op_b"),
+        pl.col("op_index_b").max().alias("last_op_b"),
+    ).drop("stretch")

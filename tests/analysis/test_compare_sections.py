@@ -245,3 +245,13 @@ def test_default_groups() -> None:
     assert default_groups(["x#1", "k#1"], ["k#1", "y"]) == ("k#1", "k#1")
     assert default_groups(["x"], ["y"]) == ("x", "y")
     assert default_groups([], ["y"]) is None
+
+
+def test_alignment_stretches() -> None:
+    from dashboard.analysis.compare_memory import alignment_stretches
+
+    a = op_memory([("Load", 0), ("Matmul", 100), ("Add", 300), ("Free", 200)])
+    b = op_memory([("Load", 0), ("Matmul", 100), ("Relu", 150), ("Add", 300), ("Free", 200), ("Copy", 50)])
+    stretches = alignment_stretches(align_ops(op_sequence(a), op_sequence(b)).pairs)
+    assert stretches.rows() == [(0, 1, "both", 0, 1, 0, 1), (2, 2, "only in B", None, None, 2, 2),
+                                (3, 4, "both", 2, 3, 3, 4), (5, 5, "only in B", None, None, 5, 5)]
