@@ -147,6 +147,11 @@ def _layer_hover(rows: pl.DataFrame, a: str, b: str) -> list[str]:
         side_b = f"median {format_ns(median_b)} over {count_b:,} runs" if presence != ONLY_A else "absent"
         hovers.append(f"<b>{layer}</b> · {pass_}<br>A ({a}): {side_a}<br>B ({b}): {side_b}<br>"
                       f"{_ratio_text(ratio, presence)}")
+    if "tflops_a" in rows.columns:  # median TFLOP/s of each side where its FLOPs are known
+        hovers = [hover + "".join(f"<br>{side}: median {rate:.1f} TFLOP/s" for side, rate in (("A", ta), ("B", tb))
+                                  if rate is not None)
+                  for hover, ta, tb in zip(hovers, rows.get_column("tflops_a").to_list(),
+                                           rows.get_column("tflops_b").to_list(), strict=True)]
     return hovers
 
 

@@ -255,3 +255,19 @@ def test_alignment_stretches() -> None:
     stretches = alignment_stretches(align_ops(op_sequence(a), op_sequence(b)).pairs)
     assert stretches.rows() == [(0, 1, "both", 0, 1, 0, 1), (2, 2, "only in B", None, None, 2, 2),
                                 (3, 4, "both", 2, 3, 3, 4), (5, 5, "only in B", None, None, 5, 5)]
+
+
+def test_layer_tflops_side_by_side() -> None:
+    from dashboard.analysis.compare import layer_comparison
+    from dashboard.analysis.layers import layer_stats
+
+    def occurrences(duration: int, flops: float | None) -> pl.DataFrame:
+        return pl.DataFrame({"rank": [0], "layer": ["attn"], "pass": ["forward"], "start_ns": [0],
+                             "end_ns": [duration], "duration_ns": [duration], "flops": [flops]},
+                            schema_overrides={"rank": pl.Int32, "flops": pl.Float64})
+
+    # 2e6 FLOPs in 1000 ns = 2 TFLOP/s; 2e6 FLOPs in 500 ns = 4 TFLOP/s; unknown FLOPs: no rate.
+    row = layer_comparison(layer_stats(occurrences(1000, 2e6)), layer_stats(occurrences(500, 2e6))).row(0, named=True)
+    assert (row["delta_ns"], row["tflops_a"], row["tflops_b"]) == (-500, 2.0, 4.0)
+    row = layer_comparison(layer_stats(occurrences(1000, 2e6)), layer_stats(occurrences(500, None))).row(0, named=True)
+    assert row["tflops_b"] is None
