@@ -115,3 +115,17 @@ def test_unknown_run_is_one_line(data) -> None:
     data_dir, ids = data
     result = run(data_dir, "nope", ids["demo-memory"])
     assert result.exit_code == 1 and "nope" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_chart_zip_of_compare_has_a_chart_per_shared_section(data) -> None:
+    from dashboard.exports.page_figures import page_figures
+
+    data_dir, ids = data
+    store = RunStore(data_dir)
+
+    def charts(a: str, b: str) -> list[str]:
+        return sorted(page_figures("compare", store.open(ids[a]), {"other": ids[b]}))
+
+    assert charts("demo-memory", "demo-memory-small") == ["compare-memory"]
+    assert charts("demo-planner", "demo-planner") == ["compare-liveness"]
+    assert {"compare-delta", "compare-passes", "compare-busy"} <= set(charts("demo-capture", "demo-training"))
