@@ -122,12 +122,14 @@ def _other_rank_options(run_id: str) -> list[dict[str, str]]:
     return [{"label": "all ranks", "value": ALL_RANKS}] + [{"label": f"rank {r}", "value": str(r)} for r in ranks]
 
 
-def _state(view: CompareView, top: int, selected: list[str], layer: tuple[str, str] | None) -> dict[str, Any]:
+def _state(view: CompareView, top: int, selected: list[str], layer: tuple[str, str] | None,
+           groups: tuple[Any, Any] = ("", "")) -> dict[str, Any]:
     # "" = absent from the URL (all ranks, the default), as on /kernels.
     return {"rank": "" if view.a.rank is None else view.a.rank, "other": view.b.run_id,
             "other_rank": "" if view.b.rank is None else view.b.rank,
             "top": "" if top == DEFAULT_TOP else top, "sel": format_keys(selected),
-            "layer": layer[0] if layer else "", "pass": layer[1] if layer else ""}
+            "layer": layer[0] if layer else "", "pass": layer[1] if layer else "",
+            "group": groups[0] or "", "other_group": groups[1] or ""}
 
 
 def _layer(layer: Any, pass_: Any) -> tuple[str, str] | None:
@@ -185,7 +187,7 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
         dcc.Store(id="compare-run", data=chosen.id),
         dcc.Store(id="compare-sel", data=selected),
         dcc.Store(id="compare-layer", data=list(state_layer) if state_layer else None),
-        url_state_store("compare", _state(view, state_top, selected, state_layer)),
+        url_state_store("compare", _state(view, state_top, selected, state_layer, (group, other_group))),
         controls,
         html.Div(shown["sides"], id="compare-sides", className="small mb-1"),
         html.Div([
@@ -237,11 +239,13 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
     State("compare-sel", "data"),
     State("compare-layer", "data"),
     State("compare-run", "data"),
+    State({"type": "url-state", "page": "compare"}, "data"),
     prevent_initial_call=True,
 )
 def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any, bar_click: dict | None,
                    scatter_selection: dict | None, _clear: Any, layer_click: dict | None,
-                   selected: list[str] | None, layer_value: list[str] | None, run_id: str) -> tuple[Any, ...]:
+                   selected: list[str] | None, layer_value: list[str] | None, run_id: str,
+                   url_state: dict | None) -> tuple[Any, ...]:
     store = current_store()
     run = store.open(run_id)
     a_rank = parse_rank(rank_value, run_views.kernel_ranks(run))
@@ -271,7 +275,8 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
     b = view.b
     return (shown["delta"], shown["scatter"], shown["rows"], shown["columns"], shown["summary"], shown["sides"],
             _other_rank_options(b.run_id), ALL_RANKS if b.rank is None else str(b.rank), selected,
-            shown["layers"], list(layer) if layer else None, _state(view, top, selected, layer))
+            shown["layers"], list(layer) if layer else None,
+            _state(view, top, selected, layer, ((url_state or {}).get("group"), (url_state or {}).get("other_group"))))
 
 
 @callback(
@@ -298,15 +303,18 @@ def update_sections(rank_value: Any, other: Any, other_rank: Any, run_id: str) -
 
 @callback(
     Output("compare-planner-body", "children"),
+    Output({"type": "url-state", "page": "compare"}, "data", allow_duplicate=True),
     Input("compare-group-a", "value"),
     Input("compare-group-b", "value"),
     State("compare-run", "data"),
     State("compare-other", "value"),
+    State({"type": "url-state", "page": "compare"}, "data"),
     prevent_initial_call=True,
 )
-def update_planner(group_a: str, group_b: str, run_id: str, other: str) -> list[Any]:
+def update_planner(group_a: str, group_b: str, run_id: str, other: str, url_state: dict | None) -> tuple[Any, ...]:
     store = current_store()
-    return planner_body(store.open(run_id), store.open(other), group_a, group_b, run_id, other)
+    body = planner_body(store.open(run_id), store.open(other), group_a, group_b, run_id, other)
+    return body, {**(url_state or {}), "group": group_a, "other_group": group_b}
 
 
 @callback(Output("compare-table", "exportDataAsCsv"), Input("compare-csv", "n_clicks"), prevent_initial_call=True)

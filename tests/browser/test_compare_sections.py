@@ -24,10 +24,11 @@ def compare_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
     root = tmp_path_factory.mktemp("compare-sections")
     running = start_server(root / "data", root / "server.log")
     store = RunStore(running.data_dir)
-    memory = [info.id for info in store.list_runs() if info.name == "demo-memory"][0]
+    memory = next(info.id for info in store.list_runs() if info.name == "demo-memory")
+    planner = next(info.id for info in store.list_runs() if info.name == "demo-planner")
     small = store.ingest(tt_memory_log.write(root / "memory-small", n_ops=200), name="memory-small")
     series = [store.write("series", kernel_tables(kernels_per_stream=40 + 20 * i, seed=i)) for i in range(3)]
-    running.extra.update(memory=memory, small=small, series=series)
+    running.extra.update(memory=memory, small=small, series=series, planner=planner)
     yield running
     running.process.terminate()
     try:
@@ -91,4 +92,19 @@ def test_history_point_opens_the_compare_with_the_run_before(page: Page, compare
     expect(page).to_have_url(re.compile(rf"/compare\?run={series[1]}&other={series[2]}"), timeout=20_000)
     expect(page.locator("#compare-sides")).to_contain_text(f"A = {series[1]}")
     expect(page.locator("#compare-passes-section")).to_be_visible(timeout=20_000)
+    assert console_errors == []
+
+
+def test_planner_dumps_picked_and_kept_in_the_url(page: Page, compare_server, console_errors) -> None:
+    planner = compare_server.extra["planner"]
+    page.goto(f"{compare_server.url}/compare?run={planner}&other={planner}")
+    counts = page.locator("#compare-planner-counts")
+    expect(counts).to_contain_text("19 same", timeout=20_000)  # a dump against itself: nothing changed
+    expect(page.locator("#compare-liveness .js-plotly-plot")).to_be_visible()
+    page.locator("#compare-group-b").click()
+    page.get_by_role("option", name="demo-planner#2").click()
+    expect(counts).to_contain_text("removed")
+    expect(page).to_have_url(re.compile(r"other_group=demo-planner%232"))
+    page.reload()
+    expect(counts).to_contain_text("removed", timeout=20_000)
     assert console_errors == []
