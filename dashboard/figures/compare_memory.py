@@ -8,11 +8,13 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from dashboard.analysis.memory import downsample
 from dashboard.analysis.units import bytes_unit_for, format_bytes
 from dashboard.figures.theme import TEMPLATE, empty_figure
 
 COLOUR_A, COLOUR_B = "#1c7ed6", "#e8590c"
 DIVERGE = "#868e96"
+MAX_POINTS = 3000  # per line: a 100 k-op run keeps each bucket's lowest and highest snapshot (memory.downsample)
 
 
 def _shown_types(curves: pl.DataFrame, peaks: pl.DataFrame) -> list[str]:
@@ -48,7 +50,7 @@ def compare_memory_figure(curves: pl.DataFrame, peaks: pl.DataFrame, parted: dic
         divisor, unit = bytes_unit_for(largest)
         # B wide and pale under A thin and dark: where the curves agree both stay visible.
         for suffix, label, colour, width in (("b", f"B ({b})", COLOUR_B, 5), ("a", f"A ({a})", COLOUR_A, 1.5)):
-            side = mine.filter(pl.col(f"allocated_{suffix}").is_not_null())
+            side = _thinned(mine.filter(pl.col(f"allocated_{suffix}").is_not_null()), f"allocated_{suffix}")
             figure.add_trace(go.Scattergl(
                 x=side.get_column("position").to_list(),
                 y=(side.get_column(f"allocated_{suffix}") / divisor).to_list(), mode="lines",
@@ -68,6 +70,14 @@ def compare_memory_figure(curves: pl.DataFrame, peaks: pl.DataFrame, parted: dic
                          hovermode="closest", legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0,
                                                       "xanchor": "right"}, margin={"t": 100})
     return figure
+
+
+def _thinned(side: pl.DataFrame, value: str) -> pl.DataFrame:
+    """At most ~MAX_POINTS rows, bucketed along the shared axis, peaks and troughs kept."""
+    if side.height <= MAX_POINTS:
+        return side
+    return downsample(side.with_columns(pl.col("position").alias("op_index")), value, MAX_POINTS,
+                      by=("buffer_type",)).drop("op_index")
 
 
 def _peak_marker(figure: go.Figure, mine: pl.DataFrame, peak: dict[str, Any], suffix: str, label: str, colour: str,
