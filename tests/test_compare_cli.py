@@ -129,3 +129,20 @@ def test_chart_zip_of_compare_has_a_chart_per_shared_section(data) -> None:
     assert charts("demo-memory", "demo-memory-small") == ["compare-memory"]
     assert charts("demo-planner", "demo-planner") == ["compare-liveness"]
     assert {"compare-delta", "compare-passes", "compare-busy"} <= set(charts("demo-capture", "demo-training"))
+
+
+def test_rank_pair_of_one_run(data) -> None:
+    from tests.support.kernel_tables import kernel_tables
+
+    data_dir, _ids = data
+    store = RunStore(data_dir)
+    run_id = store.write("two-ranks", kernel_tables())
+    kernels = store.open(run_id).frame("kernels")
+    result = run(data_dir, run_id, run_id, "--rank-a", "0", "--rank-b", "1", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["a"].endswith("rank 0") and report["b"].endswith("rank 1")
+    # Summed kernel time per rank, computed here from the table.
+    per_rank = {rank: int((part["end_ns"] - part["start_ns"]).sum())
+                for (rank,), part in kernels.group_by("rank")}
+    assert (report["kernels"]["total_a_ns"], report["kernels"]["total_b_ns"]) == (per_rank[0], per_rank[1])
