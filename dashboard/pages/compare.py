@@ -113,6 +113,10 @@ def _kernel_style(store: Any, a: Any, b: Any) -> dict[str, str]:
     return {} if both else {"display": "none"}
 
 
+def _controls_style(kernel_style: dict[str, str]) -> dict[str, str]:
+    return kernel_style or {"display": "flex", "alignItems": "center"}
+
+
 def _sections(store: Any, a: Any, b: Any, groups: tuple[Any, Any] = (None, None)) -> list[Any]:
     return more_sections(store.open(a.run_id), store.open(b.run_id), a, b, groups)
 
@@ -177,10 +181,12 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
         dcc.Dropdown(id="compare-other-rank", options=_other_rank_options(b.run_id),
                      value=ALL_RANKS if b.rank is None else str(b.rank), clearable=False, searchable=False,
                      style={"minWidth": "130px"}, className="me-4"),
-        dcc.Dropdown(id="compare-top", options=[{"label": f"top {n}", "value": n} for n in TOP_CHOICES],
-                     value=state_top, clearable=False, searchable=False, style={"minWidth": "110px"},
-                     className="me-3"),
-        dbc.Button("clear selection", id="compare-clear-selection", size="sm", color="secondary", outline=True),
+        html.Div([  # kernel chart controls: hidden with the kernel charts when a side has no kernels
+            dcc.Dropdown(id="compare-top", options=[{"label": f"top {n}", "value": n} for n in TOP_CHOICES],
+                         value=state_top, clearable=False, searchable=False, style={"minWidth": "110px"},
+                         className="me-3"),
+            dbc.Button("clear selection", id="compare-clear-selection", size="sm", color="secondary", outline=True),
+        ], id="compare-kernel-controls", style=_controls_style(_kernel_style(store, a, b))),
     ], className="d-flex flex-wrap align-items-center gap-1 mb-2")
     return html.Div([
         header,
@@ -283,6 +289,7 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
     Output("compare-more", "children"),
     Output("compare-kernel-section", "style"),
     Output("compare-kernel-detail", "style"),
+    Output("compare-kernel-controls", "style"),
     Input("compare-rank", "value"),
     Input("compare-other", "value"),
     Input("compare-other-rank", "value"),
@@ -298,7 +305,7 @@ def update_sections(rank_value: Any, other: Any, other_rank: Any, run_id: str) -
     if sides is None:
         raise PreventUpdate
     style = _kernel_style(store, *sides)
-    return _sections(store, *sides), style, style
+    return _sections(store, *sides), style, style, _controls_style(style)
 
 
 @callback(

@@ -59,6 +59,7 @@ def test_memory_section_curves_and_peaks(page: Page, compare_server, console_err
     expect(page.locator("#compare-memory .js-plotly-plot")).to_be_visible(timeout=20_000)
     # Kernel charts are hidden: neither run has kernels.
     expect(page.locator("#compare-kernel-section")).to_be_hidden()
+    expect(page.locator("#compare-kernel-controls")).to_be_hidden()
     expect(page.locator("#compare-memory-alignment")).to_contain_text("by op identity")
     expect(page.locator("#compare-memory-parted")).to_contain_text("The curves part at aligned op")
     traces = page.evaluate("""() => document.querySelector('#compare-memory .js-plotly-plot').data
@@ -92,6 +93,7 @@ def test_history_point_opens_the_compare_with_the_run_before(page: Page, compare
     expect(page).to_have_url(re.compile(rf"/compare\?run={series[1]}&other={series[2]}"), timeout=20_000)
     expect(page.locator("#compare-sides")).to_contain_text(f"A = {series[1]}")
     expect(page.locator("#compare-passes-section")).to_be_visible(timeout=20_000)
+    expect(page.locator("#compare-kernel-controls")).to_be_visible()
     assert console_errors == []
 
 
