@@ -146,3 +146,13 @@ def test_rank_pair_of_one_run(data) -> None:
     per_rank = {rank: int((part["end_ns"] - part["start_ns"]).sum())
                 for (rank,), part in kernels.group_by("rank")}
     assert (report["kernels"]["total_a_ns"], report["kernels"]["total_b_ns"]) == (per_rank[0], per_rank[1])
+
+
+def test_the_compare_command_loads_neither_dash_nor_plotly() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; import dashboard.cli, dashboard.compare_report, dashboard.compare_text; "
+            "print([m for m in ('dash', 'plotly') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
