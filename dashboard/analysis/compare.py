@@ -85,15 +85,19 @@ def layer_comparison(baseline: pl.DataFrame, other: pl.DataFrame) -> pl.DataFram
 
     `baseline` and `other` are `layers.layer_stats` frames. Columns: layer,
     pass, count_a, count_b, median_a_ns, median_b_ns, delta_ns (median B -
-    median A, null unless both sides have the layer), ratio, presence.
+    median A, null unless both sides have the layer), ratio, presence, tflops_a,
+    tflops_b (median TFLOP/s over the occurrences with known FLOPs; null = unknown).
     """
     def side(frame: pl.DataFrame, suffix: str) -> pl.DataFrame:
         if frame.height == 0:
             return pl.DataFrame(schema={"layer": pl.String, "pass": pl.String, f"order_{suffix}": pl.Int64,
-                                        f"count_{suffix}": pl.Int64, f"median_{suffix}_ns": pl.Float64})
+                                        f"count_{suffix}": pl.Int64, f"median_{suffix}_ns": pl.Float64,
+                                        f"tflops_{suffix}": pl.Float64})
         return frame.select("layer", "pass", pl.col("order").cast(pl.Int64).alias(f"order_{suffix}"),
                             pl.col("count").cast(pl.Int64).alias(f"count_{suffix}"),
-                            pl.col("time_median").cast(pl.Float64).alias(f"median_{suffix}_ns"))
+                            pl.col("time_median").cast(pl.Float64).alias(f"median_{suffix}_ns"),
+                            (pl.col("rate_median").cast(pl.Float64) / 1e12 if "rate_median" in frame.columns
+                             else pl.lit(None, pl.Float64)).alias(f"tflops_{suffix}"))
 
     joined = side(baseline, "a").join(side(other, "b"), on=["layer", "pass"], how="full", coalesce=True)
     median_a, median_b = pl.col("median_a_ns"), pl.col("median_b_ns")
@@ -108,6 +112,7 @@ def layer_comparison(baseline: pl.DataFrame, other: pl.DataFrame) -> pl.DataFram
         pl.col("pass").replace_strict({"forward": 0, "backward": 1}, default=2, return_dtype=pl.Int8).alias("_pass"),
     ).sort("_order", "_pass", "layer").select(
         "layer", "pass", "count_a", "count_b", "median_a_ns", "median_b_ns", "delta_ns", "ratio", "presence",
+        "tflops_a", "tflops_b",
     )
 
 

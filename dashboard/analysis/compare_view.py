@@ -15,6 +15,7 @@ from dashboard.analysis.compare import (
     kernel_comparison,
     layer_comparison,
 )
+from dashboard.analysis.compare_kernels import match_renamed, merge_renamed
 from dashboard.store import Run, RunNotFound, RunStore
 
 
@@ -22,8 +23,9 @@ from dashboard.store import Run, RunNotFound, RunStore
 class CompareView:
     a: Side
     b: Side
-    comparison: pl.DataFrame  # kernel_comparison
-    totals: Totals
+    comparison: pl.DataFrame  # kernel_comparison, renamed kernels merged (compare_kernels.merge_renamed)
+    totals: Totals  # of the comparison before renamed kernels were matched
+    renamed: pl.DataFrame  # compare_kernels.match_renamed
     layers: pl.DataFrame  # layer_comparison
 
 
@@ -35,19 +37,29 @@ def _rank(value: object, ranks: tuple[int, ...]) -> int | None:
     return rank if rank in ranks else None
 
 
+def _shares_evidence(a_run: Run, b_run: Run) -> bool:
+    return bool(set(a_run.info.evidence) & set(b_run.info.evidence))
+
+
 def choose_sides(store: RunStore, a_run: Run, a_rank: int | None, other: str | None,
                  other_rank: str | None) -> tuple[Side, Side] | None:
-    """(A, B): B as the URL names it (a run with kernels, a rank it has), else the defaults for A."""
+    """(A, B): B as the URL names it (a run sharing some evidence with A, a rank it has), else the defaults
+    for A: another rank or the newest other run with kernels when A has kernels, else the newest other run
+    sharing an evidence kind with A."""
     a = Side(a_run.id, a_rank)
     if other:
         try:
             run = store.open(other)
         except RunNotFound:
             run = None
-        if run is not None and run.has_evidence("kernels"):
+        if run is not None and _shares_evidence(a_run, run):
             return a, Side(run.id, _rank(other_rank, run_views.kernel_ranks(run)))
-    with_kernels = [info.id for info in store.list_runs() if "kernels" in info.evidence]
-    return default_sides(a, run_views.kernel_ranks(a_run), with_kernels)
+    infos = store.list_runs()
+    if a_run.has_evidence("kernels"):
+        with_kernels = [info.id for info in infos if "kernels" in info.evidence]
+        return default_sides(a, run_views.kernel_ranks(a_run), with_kernels)
+    sharing = [info.id for info in infos if info.id != a_run.id and set(info.evidence) & set(a_run.info.evidence)]
+    return (a, Side(sharing[0], None)) if sharing else None
 
 
 def compare_view(store: RunStore, a: Side, b: Side) -> CompareView:
@@ -57,6 +69,8 @@ def compare_view(store: RunStore, a: Side, b: Side) -> CompareView:
     baseline = run_views.kernel_view(a_run, a.rank, None, "name").summary
     compared = run_views.kernel_view(b_run, b.rank, None, "name").summary
     comparison = kernel_comparison(baseline, compared)
+    renamed = match_renamed(comparison)
     layers = layer_comparison(run_views.layer_view(a_run, a.rank, None).stats,
                               run_views.layer_view(b_run, b.rank, None).stats)
-    return CompareView(a=a, b=b, comparison=comparison, totals=comparison_totals(comparison), layers=layers)
+    return CompareView(a=a, b=b, comparison=merge_renamed(comparison, renamed), totals=comparison_totals(comparison),
+                       renamed=renamed, layers=layers)

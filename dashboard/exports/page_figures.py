@@ -118,6 +118,7 @@ def planner_figures(run: Run, query: Query) -> dict[str, go.Figure]:
 
 def compare_figures(run: Run, query: Query) -> dict[str, go.Figure]:
     from dashboard.analysis.compare_view import choose_sides, compare_view
+    from dashboard.exports.compare_sections import section_figures
     from dashboard.figures.compare import delta_figure, layer_delta_figure, totals_scatter
     from dashboard.store import RunStore
 
@@ -132,6 +133,7 @@ def compare_figures(run: Run, query: Query) -> dict[str, go.Figure]:
         "compare-delta": delta_figure(view.comparison, _int(query, "top", 20), selected, a, b),
         "compare-scatter": totals_scatter(view.comparison, selected, a, b),
         "compare-layers": layer_delta_figure(view.layers, _layer(query), a, b),
+        **section_figures(store, view.a, view.b, query),  # passes, busy, memory, planner: what both runs share
     }
     return {name: figure for name, figure in figures.items() if figure.data}  # e.g. no kernel on both sides
 

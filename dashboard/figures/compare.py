@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.analysis.compare import BOTH, ONLY_A, ONLY_B
+from dashboard.analysis.compare_kernels import RENAMED
 from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.kernels import (
     SCATTER_HEIGHT_PX,
@@ -47,6 +48,10 @@ def _hover(rows: pl.DataFrame, a: str, b: str) -> list[str]:
         side_b = f"{format_ns(total_b)} in {count_b:,} launches" if presence != ONLY_A else "absent"
         hovers.append(f"<b>{wrap_name(group)}</b><br>A ({a}): {side_a}<br>B ({b}): {side_b}<br>"
                       f"B − A: {sign}{format_ns(abs(delta))} {_ratio_text(ratio, presence)}")
+    if "renamed_from" in rows.columns:  # a renamed kernel says what A called it and how the two were matched
+        hovers = [hover if old is None else f"{hover}<br>renamed: A's name {wrap_name(old)}<br>matched by {how}"
+                  for hover, old, how in zip(hovers, rows.get_column("renamed_from").to_list(),
+                                             rows.get_column("match").to_list(), strict=True)]
     return hovers
 
 
@@ -103,7 +108,7 @@ def _change_bars(deltas: list[float], labels: list[str], rows: pl.DataFrame, cus
 
 def totals_scatter(comparison: pl.DataFrame, selected: Collection[str], a: str, b: str) -> go.Figure:
     """Total time in A against B per kernel found on both sides (log-log), with the line B = A."""
-    both = comparison.filter(pl.col("presence") == BOTH)
+    both = comparison.filter(pl.col("presence").is_in([BOTH, RENAMED]))
     if both.height == 0:
         return empty_figure("No kernel runs on both sides")
     largest = max(int(both.get_column("total_a_ns").max()), int(both.get_column("total_b_ns").max()))
@@ -142,6 +147,11 @@ def _layer_hover(rows: pl.DataFrame, a: str, b: str) -> list[str]:
         side_b = f"median {format_ns(median_b)} over {count_b:,} runs" if presence != ONLY_A else "absent"
         hovers.append(f"<b>{layer}</b> · {pass_}<br>A ({a}): {side_a}<br>B ({b}): {side_b}<br>"
                       f"{_ratio_text(ratio, presence)}")
+    if "tflops_a" in rows.columns:  # median TFLOP/s of each side where its FLOPs are known
+        hovers = [hover + "".join(f"<br>{side}: median {rate:.1f} TFLOP/s" for side, rate in (("A", ta), ("B", tb))
+                                  if rate is not None)
+                  for hover, ta, tb in zip(hovers, rows.get_column("tflops_a").to_list(),
+                                           rows.get_column("tflops_b").to_list(), strict=True)]
     return hovers
 
 

@@ -3,7 +3,10 @@
 URL state: run + rank (A, the baseline, as on every page), other + other_rank
 (B; by default another rank of A's run, else the newest other run), sel
 (kernel keys, shared with /kernels and /timeline), top (bars shown), layer +
-pass (a clicked layer bar, carried to /layers).
+pass (a clicked layer bar, carried to /layers), group + other_group (planner
+dumps compared). A and B may be any two runs sharing an evidence kind: the
+kernel charts show when both have kernels, then a section per other shared
+kind (passes and GPU busy, device memory, planner; layouts/compare_sections).
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.compare import delta_figure, layer_delta_figure, layer_from_click, totals_scatter
 from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.after_charts import AfterCharts
+from dashboard.layouts.compare_sections import more_sections, planner_body
 from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import ALL_RANKS, NUMBER_FORMAT, kernel_table, parse_rank, rank_control
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import url_state_store
+from dashboard.store import RunNotFound
 
 dash.register_page(__name__, path="/compare", name="Compare", order=6, title="Compare · dashboard")
 
@@ -50,7 +55,9 @@ def summary_text(view: CompareView) -> str:
     moved = f" ({change:+.1%})" if change is not None else ""
     return (f"Kernel time A: {format_ns(totals.total_a_ns)} in {totals.launches_a:,} launches · "
             f"B: {format_ns(totals.total_b_ns)} in {totals.launches_b:,} launches{moved} · "
-            f"{totals.both} kernels on both sides, {totals.only_a} only in A, {totals.only_b} only in B")
+            f"{totals.both} kernels on both sides, {totals.only_a} only in A, {totals.only_b} only in B"
+            + (f" ({view.renamed.height} of them matched as renamed: same demangled base name"
+               " [and template arguments]; see the table's match column)" if view.renamed.height else ""))
 
 
 def table_rows(view: CompareView) -> tuple[list[dict], str]:
@@ -59,7 +66,7 @@ def table_rows(view: CompareView) -> tuple[list[dict], str]:
     largest = max(int(frame.get_column(c).abs().max() or 0) for c in ("total_a_ns", "total_b_ns", "delta_ns"))
     factor, unit = time_unit_for(largest)
     rows = frame.select(
-        "key", "group", "label", "count_a", "count_b", "presence",
+        "key", "group", "label", "count_a", "count_b", "presence", "match", "renamed_from",
         *[(frame.get_column(c) / factor).round(4).alias(c.removesuffix("_ns")) for c in
           ("total_a_ns", "total_b_ns", "delta_ns")],
         (frame.get_column("ratio")).round(3).alias("ratio"),
@@ -78,14 +85,40 @@ def column_defs(unit: str) -> list[dict]:
         {"field": "count_a", "headerName": "A launches", **_NUMBER},
         {"field": "count_b", "headerName": "B launches", **_NUMBER},
         {"field": "presence", "headerName": "found", "filter": "agTextColumnFilter"},
+        {"field": "match", "headerName": "renamed: matched by", "tooltipField": "renamed_from", "minWidth": 260,
+         "filter": "agTextColumnFilter"},
+        {"field": "renamed_from", "headerName": "name in A (renamed)", "tooltipField": "renamed_from",
+         "minWidth": 320, "filter": "agTextColumnFilter"},
         {"field": "group", "headerName": "full name", "tooltipField": "group", "minWidth": 480,
          "filter": "agTextColumnFilter"},
     ]
 
 
 def _other_options() -> list[dict[str, str]]:
-    return [{"label": info.id, "value": info.id} for info in current_store().list_runs()
-            if "kernels" in info.evidence]
+    return [{"label": info.id, "value": info.id} for info in current_store().list_runs() if info.evidence]
+
+
+def _resolve_a(run_id: str | None) -> tuple[Any, Any]:
+    """A: the URL's run whatever evidence it has (memory or planner runs compare too), else the newest with kernels."""
+    if run_id:
+        try:
+            return current_store().open(run_id), None
+        except RunNotFound:
+            pass
+    return resolve_run(run_id, EVIDENCE, PATH)
+
+
+def _kernel_style(store: Any, a: Any, b: Any) -> dict[str, str]:
+    both = all(store.open(side.run_id).has_evidence("kernels") for side in (a, b))
+    return {} if both else {"display": "none"}
+
+
+def _controls_style(kernel_style: dict[str, str]) -> dict[str, str]:
+    return kernel_style or {"display": "flex", "alignItems": "center"}
+
+
+def _sections(store: Any, a: Any, b: Any, groups: tuple[Any, Any] = (None, None)) -> list[Any]:
+    return more_sections(store.open(a.run_id), store.open(b.run_id), a, b, groups)
 
 
 def _other_rank_options(run_id: str) -> list[dict[str, str]]:
@@ -93,12 +126,14 @@ def _other_rank_options(run_id: str) -> list[dict[str, str]]:
     return [{"label": "all ranks", "value": ALL_RANKS}] + [{"label": f"rank {r}", "value": str(r)} for r in ranks]
 
 
-def _state(view: CompareView, top: int, selected: list[str], layer: tuple[str, str] | None) -> dict[str, Any]:
+def _state(view: CompareView, top: int, selected: list[str], layer: tuple[str, str] | None,
+           groups: tuple[Any, Any] = ("", "")) -> dict[str, Any]:
     # "" = absent from the URL (all ranks, the default), as on /kernels.
     return {"rank": "" if view.a.rank is None else view.a.rank, "other": view.b.run_id,
             "other_rank": "" if view.b.rank is None else view.b.rank,
             "top": "" if top == DEFAULT_TOP else top, "sel": format_keys(selected),
-            "layer": layer[0] if layer else "", "pass": layer[1] if layer else ""}
+            "layer": layer[0] if layer else "", "pass": layer[1] if layer else "",
+            "group": groups[0] or "", "other_group": groups[1] or ""}
 
 
 def _layer(layer: Any, pass_: Any) -> tuple[str, str] | None:
@@ -119,9 +154,10 @@ def render(view: CompareView, top: int, selected: list[str], layer: tuple[str, s
 
 def layout(run: str | None = None, rank: str | None = None, other: str | None = None,
            other_rank: str | None = None, sel: str | None = None, top: str | None = None,
-           layer: str | None = None, **query: Any) -> html.Div:
-    chosen, notice = resolve_run(run, EVIDENCE, PATH)
-    header = page_header("Compare", chosen, "Where kernel time moved between two runs, or two ranks of one run")
+           layer: str | None = None, group: str | None = None, other_group: str | None = None,
+           **query: Any) -> html.Div:
+    chosen, notice = _resolve_a(run)
+    header = page_header("Compare", chosen, "Where time and memory moved between two runs, or two ranks of one run")
     if chosen is None:
         return html.Div([header, notice], id="compare-page")
     store = current_store()
@@ -129,8 +165,8 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
     sides = choose_sides(store, chosen, parse_rank(rank, ranks), other, other_rank)
     if sides is None:
         return html.Div([header, dbc.Alert(
-            "Nothing to compare with: this run has one rank and no other run has kernels. Ingest a second run "
-            "(or a multi-rank trace) on the Runs page.", color="info", className="missing-evidence")],
+            "Nothing to compare with: this run has one rank and no other run shares its evidence. Ingest a second "
+            "run (or a multi-rank trace) on the Runs page.", color="info", className="missing-evidence")],
             id="compare-page")
     state_top, selected, state_layer = _top(top), parse_keys(sel), _layer(layer, query.get("pass"))
     view = compare_view(store, *sides)
@@ -145,34 +181,43 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
         dcc.Dropdown(id="compare-other-rank", options=_other_rank_options(b.run_id),
                      value=ALL_RANKS if b.rank is None else str(b.rank), clearable=False, searchable=False,
                      style={"minWidth": "130px"}, className="me-4"),
-        dcc.Dropdown(id="compare-top", options=[{"label": f"top {n}", "value": n} for n in TOP_CHOICES],
-                     value=state_top, clearable=False, searchable=False, style={"minWidth": "110px"},
-                     className="me-3"),
-        dbc.Button("clear selection", id="compare-clear-selection", size="sm", color="secondary", outline=True),
+        html.Div([  # kernel chart controls: hidden with the kernel charts when a side has no kernels
+            dcc.Dropdown(id="compare-top", options=[{"label": f"top {n}", "value": n} for n in TOP_CHOICES],
+                         value=state_top, clearable=False, searchable=False, style={"minWidth": "110px"},
+                         className="me-3"),
+            dbc.Button("clear selection", id="compare-clear-selection", size="sm", color="secondary", outline=True),
+        ], id="compare-kernel-controls", style=_controls_style(_kernel_style(store, a, b))),
     ], className="d-flex flex-wrap align-items-center gap-1 mb-2")
     return html.Div([
         header,
         dcc.Store(id="compare-run", data=chosen.id),
         dcc.Store(id="compare-sel", data=selected),
         dcc.Store(id="compare-layer", data=list(state_layer) if state_layer else None),
-        url_state_store("compare", _state(view, state_top, selected, state_layer)),
+        url_state_store("compare", _state(view, state_top, selected, state_layer, (group, other_group))),
         controls,
         html.Div(shown["sides"], id="compare-sides", className="small mb-1"),
-        html.Div(shown["summary"], id="compare-summary", className="small text-muted mb-2"),
-        dbc.Row([
-            dbc.Col(html.Div(chart("compare-delta", shown["delta"], f"{chosen.id}-compare-delta"),
-                             className="chart-card"), lg=7),
-            dbc.Col(html.Div(chart("compare-scatter", shown["scatter"], f"{chosen.id}-compare-scatter"),
-                             className="chart-card"), lg=5),
-        ], className="g-3"),
-        html.Div(chart("compare-layers", shown["layers"], f"{chosen.id}-compare-layers"), className="chart-card"),
         html.Div([
-            html.Div([html.H6("Every kernel, largest change first", className="mb-0 me-3"),
-                      dbc.Button("Download CSV", id="compare-csv", size="sm", color="primary", outline=True)],
-                     className="d-flex align-items-center mb-2"),
-            AfterCharts(kernel_table("compare-table", shown["rows"], shown["columns"], f"{chosen.id}-compare",
-                                     selectable=False), min_height=420),
-        ], className="chart-card"),
+            html.Div(shown["summary"], id="compare-summary", className="small text-muted mb-2"),
+            dbc.Row([
+                dbc.Col(html.Div(chart("compare-delta", shown["delta"], f"{chosen.id}-compare-delta"),
+                                 className="chart-card"), lg=7),
+                dbc.Col(html.Div(chart("compare-scatter", shown["scatter"], f"{chosen.id}-compare-scatter"),
+                                 className="chart-card"), lg=5),
+            ], className="g-3"),
+        ], id="compare-kernel-section", style=_kernel_style(store, a, b)),
+        # Passes, busy, memory, planner between the kernel headline charts and the per-layer / per-kernel detail.
+        html.Div(_sections(store, a, b, (group, other_group)), id="compare-more"),
+        html.Div([
+            html.Div(chart("compare-layers", shown["layers"], f"{chosen.id}-compare-layers"),
+                     className="chart-card"),
+            html.Div([
+                html.Div([html.H6("Every kernel, largest change first", className="mb-0 me-3"),
+                          dbc.Button("Download CSV", id="compare-csv", size="sm", color="primary", outline=True)],
+                         className="d-flex align-items-center mb-2"),
+                AfterCharts(kernel_table("compare-table", shown["rows"], shown["columns"], f"{chosen.id}-compare",
+                                         selectable=False), min_height=420),
+            ], className="chart-card"),
+        ], id="compare-kernel-detail", style=_kernel_style(store, a, b)),
     ], id="compare-page")
 
 
@@ -200,11 +245,13 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
     State("compare-sel", "data"),
     State("compare-layer", "data"),
     State("compare-run", "data"),
+    State({"type": "url-state", "page": "compare"}, "data"),
     prevent_initial_call=True,
 )
 def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any, bar_click: dict | None,
                    scatter_selection: dict | None, _clear: Any, layer_click: dict | None,
-                   selected: list[str] | None, layer_value: list[str] | None, run_id: str) -> tuple[Any, ...]:
+                   selected: list[str] | None, layer_value: list[str] | None, run_id: str,
+                   url_state: dict | None) -> tuple[Any, ...]:
     store = current_store()
     run = store.open(run_id)
     a_rank = parse_rank(rank_value, run_views.kernel_ranks(run))
@@ -234,7 +281,47 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
     b = view.b
     return (shown["delta"], shown["scatter"], shown["rows"], shown["columns"], shown["summary"], shown["sides"],
             _other_rank_options(b.run_id), ALL_RANKS if b.rank is None else str(b.rank), selected,
-            shown["layers"], list(layer) if layer else None, _state(view, top, selected, layer))
+            shown["layers"], list(layer) if layer else None,
+            _state(view, top, selected, layer, ((url_state or {}).get("group"), (url_state or {}).get("other_group"))))
+
+
+@callback(
+    Output("compare-more", "children"),
+    Output("compare-kernel-section", "style"),
+    Output("compare-kernel-detail", "style"),
+    Output("compare-kernel-controls", "style"),
+    Input("compare-rank", "value"),
+    Input("compare-other", "value"),
+    Input("compare-other-rank", "value"),
+    State("compare-run", "data"),
+    prevent_initial_call=True,
+)
+def update_sections(rank_value: Any, other: Any, other_rank: Any, run_id: str) -> tuple[Any, ...]:
+    store = current_store()
+    run = store.open(run_id)
+    fired = fired_ids()
+    sides = choose_sides(store, run, parse_rank(rank_value, run_views.kernel_ranks(run)), other,
+                         None if "compare-other" in fired else other_rank)
+    if sides is None:
+        raise PreventUpdate
+    style = _kernel_style(store, *sides)
+    return _sections(store, *sides), style, style, _controls_style(style)
+
+
+@callback(
+    Output("compare-planner-body", "children"),
+    Output({"type": "url-state", "page": "compare"}, "data", allow_duplicate=True),
+    Input("compare-group-a", "value"),
+    Input("compare-group-b", "value"),
+    State("compare-run", "data"),
+    State("compare-other", "value"),
+    State({"type": "url-state", "page": "compare"}, "data"),
+    prevent_initial_call=True,
+)
+def update_planner(group_a: str, group_b: str, run_id: str, other: str, url_state: dict | None) -> tuple[Any, ...]:
+    store = current_store()
+    body = planner_body(store.open(run_id), store.open(other), group_a, group_b, run_id, other)
+    return body, {**(url_state or {}), "group": group_a, "other_group": group_b}
 
 
 @callback(Output("compare-table", "exportDataAsCsv"), Input("compare-csv", "n_clicks"), prevent_initial_call=True)

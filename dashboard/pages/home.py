@@ -14,6 +14,7 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 
 from dashboard.analysis.units import format_bytes
+from dashboard.layouts.compare_links import compare_buttons, compare_links
 from dashboard.layouts.context import current_jobs, current_settings, current_store
 from dashboard.layouts.downloads import download_markdown
 from dashboard.layouts.page import page_header, page_href
@@ -125,6 +126,7 @@ def layout(**_query: Any) -> html.Div:
                 [
                     dbc.Button("Delete selected", id="delete-runs", color="danger", outline=True, size="sm",
                                disabled=True),
+                    *compare_buttons(),
                     html.Span(id="delete-message", className="ms-3 small"),
                 ],
                 className="mb-2",
@@ -249,6 +251,10 @@ def _best_page(run_id: str) -> str:
         if kind in evidence:
             return page_href(path, run_id)
     return "/"
+
+
+callback(Output("compare-runs", "href"), Output("compare-runs", "disabled"), Output("history-runs-link", "href"),
+         Output("history-runs-link", "disabled"), Input("runs-grid", "selectedRows"))(compare_links)
 
 
 @callback(Output("delete-runs", "disabled"), Input("runs-grid", "selectedRows"))

@@ -20,6 +20,7 @@ PAGES = {
     "/memory": "#memory-page",
     "/planner": "#planner-page",
     "/compare": "#compare-page",
+    "/history": "#history-page",
 }
 
 

@@ -1,0 +1,158 @@
+"""`dashboard compare A B`: JSON schema of two demo runs, the readable form, and the --fail-over exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from dashboard.cli import cli
+from dashboard.demo import seed_demo, tt_memory_log
+from dashboard.store import RunStore
+
+NUMBER = (int, float)
+OPTIONAL_NUMBER = (int, float, type(None))
+CULPRIT = {"snapshot_before_op": int, "op_index": (int, type(None)), "op_type": (str, type(None))}
+KERNEL_ROW = {"group": str, "label": str, "presence": str, "count_a": (int, type(None)),
+              "count_b": (int, type(None)), "total_a_ns": (int, type(None)), "total_b_ns": (int, type(None)),
+              "delta_ns": int, "ratio": OPTIONAL_NUMBER, "renamed_from": (str, type(None)),
+              "match": (str, type(None))}
+KERNELS = {"total_a_ns": int, "total_b_ns": int, "delta_ns": int, "change": OPTIONAL_NUMBER, "launches_a": int,
+           "launches_b": int, "only_a": [str], "only_b": [str],
+           "renamed": [{"group_a": str, "group_b": str, "base": str, "arguments_a": str, "arguments_b": str,
+                        "match": str}], "rows": [KERNEL_ROW]}
+PASS_ROW = {"pass": str, "time_a_ns": (int, type(None)), "time_b_ns": (int, type(None)), "delta_ns": int,
+            "ratio": OPTIONAL_NUMBER, "tflops_a": OPTIONAL_NUMBER, "tflops_b": OPTIONAL_NUMBER, "presence": str}
+BUSY_SIDE = {"side": str, "span_ns": int, "busy_ns": int, "idle_ns": int, "busy_share": OPTIONAL_NUMBER}
+BUFFER_TYPE = {"peak_a_bytes_per_bank": int, "peak_b_bytes_per_bank": int, "delta_bytes_per_bank": int,
+               "peak_op_a": CULPRIT, "peak_op_b": CULPRIT, "fragmentation_at_peak_a": NUMBER,
+               "fragmentation_at_peak_b": NUMBER, "fragmentation_max_a": NUMBER, "fragmentation_max_b": NUMBER}
+
+
+def check(value: Any, spec: Any, where: str = "$") -> None:
+    """`value` has the shape of `spec`: a type (tuple), a list of one item spec, or a dict of key specs."""
+    if isinstance(spec, dict):
+        assert isinstance(value, dict), f"{where}: expected an object"
+        missing = set(spec) - set(value)
+        assert not missing, f"{where}: missing {sorted(missing)}"
+        for key, item in spec.items():
+            check(value[key], item, f"{where}.{key}")
+    elif isinstance(spec, list):
+        assert isinstance(value, list), f"{where}: expected a list"
+        for index, item in enumerate(value):
+            check(item, spec[0], f"{where}[{index}]")
+    else:
+        assert isinstance(value, spec) and not (isinstance(value, bool) and bool not in (
+            spec if isinstance(spec, tuple) else (spec,))), f"{where}: {value!r} is not {spec}"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    root = tmp_path_factory.mktemp("compare-cli")
+    store = RunStore(root / "data")
+    ids = {run_id.rsplit("-", 2)[0]: run_id for run_id in seed_demo(store)}
+    ids["demo-memory-small"] = store.ingest(tt_memory_log.write(root / "mem2", n_ops=200), name="demo-memory-small")
+    return root / "data", ids
+
+
+def run(data_dir: Path, *args: str) -> Any:
+    return CliRunner().invoke(cli, ["compare", *args, "--data", str(data_dir)])
+
+
+def test_json_of_two_training_runs(data) -> None:
+    data_dir, ids = data
+    result = run(data_dir, ids["demo-capture"], ids["demo-training"], "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    check(report, {"a": str, "b": str, "shared_evidence": [str], "kernels": KERNELS,
+                   "passes": {"rows": [PASS_ROW], "step_a_ns": OPTIONAL_NUMBER, "step_b_ns": OPTIONAL_NUMBER},
+                   "gpu_busy": {"a": BUSY_SIDE, "b": BUSY_SIDE, "busy_share_delta": OPTIONAL_NUMBER}})
+    kernels = report["kernels"]
+    assert kernels["delta_ns"] == kernels["total_b_ns"] - kernels["total_a_ns"]
+    assert sum(row["delta_ns"] for row in kernels["rows"]) == kernels["delta_ns"]
+    assert kernels["only_a"] and kernels["only_b"]  # the demo runs come from different models
+    assert "memory" not in report and "planner" not in report  # not shared: no section
+
+
+def test_json_of_two_memory_runs(data) -> None:
+    data_dir, ids = data
+    result = run(data_dir, ids["demo-memory"], ids["demo-memory-small"], "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["shared_evidence"] == ["memory"]
+    memory = report["memory"]
+    check(memory, {"DRAM": BUFFER_TYPE, "L1": BUFFER_TYPE,
+                   "alignment": {"method": str, "matched": int, "only_a": int, "only_b": int},
+                   "first_divergence": {"position": int, "buffer_type": str}})
+    dram = memory["DRAM"]
+    assert dram["delta_bytes_per_bank"] == dram["peak_b_bytes_per_bank"] - dram["peak_a_bytes_per_bank"]
+    # The smaller run executes fewer ops: aligned by identity, with ops of A's left unmatched.
+    assert memory["alignment"]["method"].startswith("by op identity") and memory["alignment"]["only_a"] > 0
+
+
+def test_readable_form_names_each_section(data) -> None:
+    data_dir, ids = data
+    result = run(data_dir, ids["demo-planner"], ids["demo-planner"])
+    assert result.exit_code == 0, result.output
+    assert "planner: " in result.output and "peak SMEM (bytes)" in result.output
+    result = run(data_dir, ids["demo-capture"], ids["demo-training"])
+    assert "kernels: A " in result.output and "GPU busy" in result.output and "passes" in result.output
+
+
+def test_fail_over_exit_code(data) -> None:
+    data_dir, ids = data
+    slower = [ids["demo-training"], ids["demo-capture"]]  # B takes ~83% more kernel time than A
+    assert run(data_dir, *slower, "--fail-over", "5").exit_code == 1
+    assert run(data_dir, *slower, "--fail-over", "90").exit_code == 0
+    assert run(data_dir, *reversed(slower), "--fail-over", "0").exit_code == 0
+    assert run(data_dir, ids["demo-memory"], ids["demo-memory-small"], "--fail-over", "5").exit_code == 2
+
+
+def test_unknown_run_is_one_line(data) -> None:
+    data_dir, ids = data
+    result = run(data_dir, "nope", ids["demo-memory"])
+    assert result.exit_code == 1 and "nope" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_chart_zip_of_compare_has_a_chart_per_shared_section(data) -> None:
+    from dashboard.exports.page_figures import page_figures
+
+    data_dir, ids = data
+    store = RunStore(data_dir)
+
+    def charts(a: str, b: str) -> list[str]:
+        return sorted(page_figures("compare", store.open(ids[a]), {"other": ids[b]}))
+
+    assert charts("demo-memory", "demo-memory-small") == ["compare-memory"]
+    assert charts("demo-planner", "demo-planner") == ["compare-liveness"]
+    assert {"compare-delta", "compare-passes", "compare-busy"} <= set(charts("demo-capture", "demo-training"))
+
+
+def test_rank_pair_of_one_run(data) -> None:
+    from tests.support.kernel_tables import kernel_tables
+
+    data_dir, _ids = data
+    store = RunStore(data_dir)
+    run_id = store.write("two-ranks", kernel_tables())
+    kernels = store.open(run_id).frame("kernels")
+    result = run(data_dir, run_id, run_id, "--rank-a", "0", "--rank-b", "1", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["a"].endswith("rank 0") and report["b"].endswith("rank 1")
+    # Summed kernel time per rank, computed here from the table.
+    per_rank = {rank: int((part["end_ns"] - part["start_ns"]).sum())
+                for (rank,), part in kernels.group_by("rank")}
+    assert (report["kernels"]["total_a_ns"], report["kernels"]["total_b_ns"]) == (per_rank[0], per_rank[1])
+
+
+def test_the_compare_command_loads_neither_dash_nor_plotly() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; import dashboard.cli, dashboard.compare_report, dashboard.compare_text; "
+            "print([m for m in ('dash', 'plotly') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
