@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.demo import SOURCE_DEMOS
+
 ROOT = Path(__file__).resolve().parent.parent
 SERVING = "dashboard: serving"
 
@@ -58,14 +60,15 @@ def test_first_start_prints_what_it_generates_and_ingests(tmp_path: Path) -> Non
     first = [line for line in lines if line.startswith("first start:")]
     # What it does, where, before it does it.
     assert f"no runs in {data_dir} yet; generating the bundled demo" in first[0], text
-    for run_name in ("demo-memory", "demo-planner", "demo-training"):
+    sources = len(SOURCE_DEMOS)
+    for run_name, _module in SOURCE_DEMOS:
         assert any(f"generating {run_name} sources" in line for line in first), text
-        assert any(re.search(rf"% ingesting {run_name} \(\d/3\)", line) for line in first), text
+        assert any(re.search(rf"% ingesting {run_name} \(\d/{sources}\)", line) for line in first), text
     # Progress: percentages that only go up, ending at 100 %, then the runs it made.
     percents = [float(m.group(1)) for line in first if (m := re.match(r"first start:\s+([\d.]+)%", line))]
     assert percents == sorted(percents) and percents[-1] == 100.0, text
     assert first[-1].startswith("first start: done in "), text
-    assert len(list((data_dir / "runs").iterdir())) == 4
+    assert len(list((data_dir / "runs").iterdir())) == sources + 1  # and the simulated capture
     # The banner comes before "serving": a user waiting sees why.
     assert lines.index(first[-1]) < next(i for i, line in enumerate(lines) if line.startswith(SERVING))
 
