@@ -1,0 +1,153 @@
+"""Cluster ingest: partitioned layout, the reduce step, `--cluster` errors, and 8 ranks on a LocalCluster."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from benchmarks.gen_kineto_trace import write_trace
+from dashboard.analysis.gpu_busy import activity_intervals, gpu_busy
+from dashboard.analysis.rank_summaries import rank_summaries, reduce_summaries
+from dashboard.cli import cli
+from dashboard.cluster_worker import TOKEN_FILE, FolderNotShared, parse_file
+from dashboard.store import RunStore
+
+TABLES = ("kernels", "memcpy", "ranges", "api_calls")
+
+
+def _ranks(folder: Path, count: int, kernels: int = 2500) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for rank in range(count):
+        # A different seed per rank: different kernel durations, so ranks differ.
+        write_trace(folder / f"rank-{rank}.json", kernels, seed=rank, rank=rank)
+    return folder
+
+
+def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.sort(frame.columns, nulls_last=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_partitioned_run_reads_like_the_single_file_run(tmp_path: Path) -> None:
+    """The map step without Dask: parse_file per rank into a staging folder, published like a cluster ingest."""
+    inputs = _ranks(tmp_path / "ranks", 3, kernels=1200)
+    store = RunStore(tmp_path / "data")
+    single = store.open(store.ingest([inputs], name="single"))
+    staging = store.new_staging("parted")
+    (staging / TOKEN_FILE).write_text("t", encoding="utf-8")
+    files = sorted(inputs.iterdir())
+    parts = [parse_file(str(f), str(staging), "t", i, f"ranks/{f.name}") for i, f in enumerate(files)]
+    (staging / TOKEN_FILE).unlink()
+    counts = {t: sum(p.row_counts.get(t, 0) for p in parts) for t in TABLES}
+    parted = store.open(store.publish_staging(staging, "parted", counts, [], [inputs]))
+    assert (parted.info.path / "kernels" / "rank=2" / "part-2.parquet").is_file()
+    assert not (parted.info.path / "kernels.parquet").exists()
+    for table in TABLES:
+        assert single.has(table)
+        assert parted.frame(table).schema == single.frame(table).schema
+        assert _sorted(parted.frame(table)).equals(_sorted(single.frame(table))), table
+    assert (parted.info.path / "source" / "ranks" / "rank-1.json").read_bytes() == files[1].read_bytes()
+
+
+def test_reduce_of_per_rank_summaries_equals_the_summary_of_all_ranks(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "data")
+    run = store.open(store.ingest([_ranks(tmp_path / "ranks", 3, kernels=4500)], name="all"))
+    tables = {t: run.frame(t) for t in TABLES}
+    per_rank = [{t: f.filter(pl.col("rank") == r) for t, f in tables.items()} for r in range(3)]
+    reduced = reduce_summaries([rank_summaries(part) for part in per_rank])
+    whole = rank_summaries(tables)
+    for name in ("kernels", "steps", "busy"):
+        assert _sorted(reduced[name]).equals(_sorted(whole[name])), name
+    steps = reduced["steps"]
+    assert steps.get_column("rank").unique().sort().to_list() == [0, 1, 2]
+    assert steps.filter(pl.col("rank") == 0).get_column("step").to_list() == [0, 1, 2]  # 4500 units: 3 steps
+    assert (steps.get_column("source") == "ProfilerStep").all()
+    # Two files claiming one rank add up in the kernel summary instead of giving two rows.
+    doubled = reduce_summaries([rank_summaries(per_rank[0]), rank_summaries(per_rank[0])])["kernels"]
+    once = whole["kernels"].filter(pl.col("rank") == 0)
+    assert doubled.height == once.height
+    assert doubled.get_column("total_ns").sum() == 2 * once.get_column("total_ns").sum()
+
+
+def test_cluster_scheduler_unreachable_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("distributed")
+    from dashboard import cluster_ingest
+
+    monkeypatch.setattr(cluster_ingest, "CONNECT_TIMEOUT_S", 1.0)
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    result = CliRunner().invoke(cli, ["ingest", str(_ranks(tmp_path / "r", 1, 100)), "--data",
+                                      str(tmp_path / "data"), "--cluster", address])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert lines[-1].startswith(f"error: {address}: cannot reach the Dask scheduler within 1 s"), result.output
+    assert not (tmp_path / "data" / "runs").exists() or not any((tmp_path / "data" / "runs").iterdir())
+
+
+def test_cluster_data_folder_not_shared_fails_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that does not see the staging folder the client wrote: simulated by the client writing
+    its token to a folder of its own (as on a local disk), so the worker finds none in the data folder."""
+    distributed = pytest.importorskip("distributed")
+    from dashboard import cluster_ingest
+
+    def token_on_local_disk(staging: Path) -> str:
+        (tmp_path / "client-only").mkdir(exist_ok=True)
+        (tmp_path / "client-only" / TOKEN_FILE).write_text("x", encoding="utf-8")
+        return "x"
+
+    monkeypatch.setattr(cluster_ingest, "_write_token", token_on_local_disk)
+    cluster = distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    monkeypatch.setattr(cluster_ingest, "connect", lambda address, workers=None: distributed.Client(cluster))
+    try:
+        result = CliRunner().invoke(cli, ["ingest", str(_ranks(tmp_path / "r", 1, 100)), "--data",
+                                          str(tmp_path / "data"), "--cluster", "local"])
+    finally:
+        cluster.close()
+    assert result.exit_code == 1
+    last = result.output.strip().splitlines()[-1]
+    assert "cannot see the run's staging folder" in last and "filesystem every Dask worker mounts" in last
+    assert list((tmp_path / "data" / "runs").iterdir()) == []
+    assert list((tmp_path / "data" / ".staging").iterdir()) == []  # nothing half-written is left
+    with pytest.raises(FolderNotShared):
+        parse_file(str(tmp_path / "r" / "rank-0.json"), str(tmp_path / "data"), "x", 0, "rank-0.json")
+
+
+def test_eight_ranks_on_a_local_cluster_of_two_worker_processes(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    inputs = _ranks(tmp_path / "ranks", 8, kernels=2500)
+    data = tmp_path / "data"
+    result = CliRunner().invoke(cli, ["ingest", str(inputs), "--data", str(data), "--cluster", "local",
+                                      "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    store = RunStore(data)
+    run = store.open(result.output.strip().splitlines()[-1])
+    assert run.info.metadata["cluster"]["workers"] == 2
+    assert run.info.metadata["cluster"]["files"] == 8
+    assert sorted(run.info.metadata["summaries"]) == ["busy", "kernels", "steps"]
+    reference = store.open(store.ingest([inputs], name="one-process"))
+    for table in TABLES:
+        mine, theirs = run.frame(table), reference.frame(table)
+        per_rank = mine.group_by("rank").len().sort("rank")
+        assert per_rank.get_column("rank").to_list() == list(range(8)), table
+        assert per_rank.equals(theirs.group_by("rank").len().sort("rank")), table
+        assert _sorted(mine).equals(_sorted(theirs)), table
+    assert run.info.row_counts == reference.info.row_counts
+    kernels = run.frame("kernels")
+    summary = run.summary("kernels")
+    assert summary is not None
+    totals = kernels.group_by("rank").agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("ns")).sort("rank")
+    assert summary.group_by("rank").agg(pl.col("total_ns").sum().alias("ns")).sort("rank").equals(totals)
+    steps = run.summary("steps")
+    assert steps is not None and steps.group_by("rank").len().get_column("len").to_list() == [2] * 8
+    busy = run.summary("busy")
+    expected = gpu_busy(activity_intervals(kernels, run.frame("memcpy")))
+    assert busy is not None and busy.sort("rank").equals(expected)
+    assert reference.summary("kernels") is None  # a single-process run has no summaries
