@@ -9,22 +9,14 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.gen_kineto_trace import write_trace
 from dashboard.analysis.gpu_busy import activity_intervals, gpu_busy
 from dashboard.analysis.rank_summaries import rank_summaries, reduce_summaries
 from dashboard.cli import cli
 from dashboard.cluster_worker import TOKEN_FILE, FolderNotShared, parse_file
 from dashboard.store import RunStore
+from tests.support.rank_runs import partitioned_run, rank_traces
 
 TABLES = ("kernels", "memcpy", "ranges", "api_calls")
-
-
-def _ranks(folder: Path, count: int, kernels: int = 2500) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for rank in range(count):
-        # A different seed per rank: different kernel durations, so ranks differ.
-        write_trace(folder / f"rank-{rank}.json", kernels, seed=rank, rank=rank)
-    return folder
 
 
 def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
@@ -39,16 +31,11 @@ def _free_port() -> int:
 
 def test_partitioned_run_reads_like_the_single_file_run(tmp_path: Path) -> None:
     """The map step without Dask: parse_file per rank into a staging folder, published like a cluster ingest."""
-    inputs = _ranks(tmp_path / "ranks", 3, kernels=1200)
+    inputs = rank_traces(tmp_path / "ranks", 3, kernels=1200)
     store = RunStore(tmp_path / "data")
     single = store.open(store.ingest([inputs], name="single"))
-    staging = store.new_staging("parted")
-    (staging / TOKEN_FILE).write_text("t", encoding="utf-8")
+    parted = store.open(partitioned_run(store, inputs))
     files = sorted(inputs.iterdir())
-    parts = [parse_file(str(f), str(staging), "t", i, f"ranks/{f.name}") for i, f in enumerate(files)]
-    (staging / TOKEN_FILE).unlink()
-    counts = {t: sum(p.row_counts.get(t, 0) for p in parts) for t in TABLES}
-    parted = store.open(store.publish_staging(staging, "parted", counts, [], [inputs]))
     assert (parted.info.path / "kernels" / "rank=2" / "part-2.parquet").is_file()
     assert not (parted.info.path / "kernels.parquet").exists()
     for table in TABLES:
@@ -58,9 +45,9 @@ def test_partitioned_run_reads_like_the_single_file_run(tmp_path: Path) -> None:
     assert (parted.info.path / "source" / "ranks" / "rank-1.json").read_bytes() == files[1].read_bytes()
 
 
-def test_reduce_of_per_rank_summaries_equals_the_summary_of_all_ranks(tmp_path: Path) -> None:
+def test_reduce_of_per_rank_summaries_equals_the_summary_of_allrank_traces(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "data")
-    run = store.open(store.ingest([_ranks(tmp_path / "ranks", 3, kernels=4500)], name="all"))
+    run = store.open(store.ingest([rank_traces(tmp_path / "ranks", 3, kernels=4500)], name="all"))
     tables = {t: run.frame(t) for t in TABLES}
     per_rank = [{t: f.filter(pl.col("rank") == r) for t, f in tables.items()} for r in range(3)]
     reduced = reduce_summaries([rank_summaries(part) for part in per_rank])
@@ -84,7 +71,7 @@ def test_cluster_scheduler_unreachable_is_one_line(tmp_path: Path, monkeypatch: 
 
     monkeypatch.setattr(cluster_ingest, "CONNECT_TIMEOUT_S", 1.0)
     address = f"tcp://127.0.0.1:{_free_port()}"
-    result = CliRunner().invoke(cli, ["ingest", str(_ranks(tmp_path / "r", 1, 100)), "--data",
+    result = CliRunner().invoke(cli, ["ingest", str(rank_traces(tmp_path / "r", 1, 100)), "--data",
                                       str(tmp_path / "data"), "--cluster", address])
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
@@ -107,7 +94,7 @@ def test_cluster_data_folder_not_shared_fails_clearly(tmp_path: Path, monkeypatc
     cluster = distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None)
     monkeypatch.setattr(cluster_ingest, "connect", lambda address, workers=None: distributed.Client(cluster))
     try:
-        result = CliRunner().invoke(cli, ["ingest", str(_ranks(tmp_path / "r", 1, 100)), "--data",
+        result = CliRunner().invoke(cli, ["ingest", str(rank_traces(tmp_path / "r", 1, 100)), "--data",
                                           str(tmp_path / "data"), "--cluster", "local"])
     finally:
         cluster.close()
@@ -122,7 +109,7 @@ def test_cluster_data_folder_not_shared_fails_clearly(tmp_path: Path, monkeypatc
 
 def test_eight_ranks_on_a_local_cluster_of_two_worker_processes(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
-    inputs = _ranks(tmp_path / "ranks", 8, kernels=2500)
+    inputs = rank_traces(tmp_path / "ranks", 8, kernels=2500)
     data = tmp_path / "data"
     result = CliRunner().invoke(cli, ["ingest", str(inputs), "--data", str(data), "--cluster", "local",
                                       "--workers", "2"])

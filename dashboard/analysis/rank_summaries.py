@@ -47,19 +47,19 @@ def step_times(ranges: pl.DataFrame | None, kernels: pl.DataFrame | None) -> pl.
             pl.col("device").is_null(), pl.col("step").is_not_null(),
             (pl.col("category") == "profiler_step") | pl.col("name").str.starts_with("ProfilerStep#"))
         if marked.height:
-            parts.append(_spans(marked, "ProfilerStep"))
+            parts.append(step_spans(marked, "ProfilerStep"))
             covered = marked.select(pl.col("rank").cast(pl.Int32)).unique()
     if kernels is not None and kernels.height:
         stepped = kernels.filter(pl.col("step").is_not_null()).with_columns(pl.col("rank").cast(pl.Int32))
         stepped = stepped.join(covered, on="rank", how="anti")  # ranks without a step range
         if stepped.height:
-            parts.append(_spans(stepped, "kernels"))
+            parts.append(step_spans(stepped, "kernels"))
     if not parts:
         return pl.DataFrame(schema=STEP_SCHEMA)
     return pl.concat(parts).sort("rank", "step")
 
 
-def _spans(frame: pl.DataFrame, source: str) -> pl.DataFrame:
+def step_spans(frame: pl.DataFrame, source: str) -> pl.DataFrame:
     return frame.group_by("rank", "step").agg(pl.col("start_ns").min(), pl.col("end_ns").max()).select(
         pl.col("rank").cast(pl.Int32), pl.col("step").cast(pl.Int64), pl.col("start_ns").cast(pl.Int64),
         pl.col("end_ns").cast(pl.Int64), (pl.col("end_ns") - pl.col("start_ns")).cast(pl.Int64).alias("step_ns"),
