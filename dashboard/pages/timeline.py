@@ -34,7 +34,7 @@ from dashboard.analysis.units import format_ns
 from dashboard.figures.timeline import TimeAxis, timeline_figure_dict
 from dashboard.gc_pause import gc_paused
 from dashboard.layouts.context import current_store, fired_ids
-from dashboard.layouts.kernel_views import ALL_RANKS, parse_rank, rank_control, window_text
+from dashboard.layouts.kernel_views import ALL_RANKS, initial_rank, parse_rank, rank_control, window_text
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import URL_STATE, url_state_store
 from dashboard.store import Run
@@ -129,7 +129,7 @@ def layout(run: str | None = None, rank: str | None = None, sel: str | None = No
         return html.Div([header, notice], id="timeline-page")
     data = timeline_data(chosen)
     ranks = tuple(data.ranks)
-    state_rank, selected = parse_rank(rank, ranks), parse_keys(sel)
+    state_rank, selected = initial_rank(rank, ranks), parse_keys(sel)
     view, figure, divisor = render(chosen, parse_window(window), state_rank, selected)
     state_window = _window_of(view)
     controls = html.Div([

@@ -59,3 +59,33 @@ def test_heatmap_cells_are_named_by_their_rank_and_step_labels() -> None:
     assert heat.z[0][1] == 3.0 and "ms" in heat.colorbar.title.text
     assert clicked_cell({"points": [{"x": "4", "y": "1", "z": 2.5}]}) == (1, 4)
     assert clicked_cell({"points": []}) is None
+
+
+def test_kernels_page_spread_and_busy_come_from_stored_summaries(tmp_path: Path, monkeypatch) -> None:
+    from dashboard.analysis import run_views
+
+    inputs = rank_traces(tmp_path / "ranks", 3, kernels=1500)
+    store = RunStore(tmp_path / "data")
+    stored = store.open(partitioned_run(store, inputs, "stored"))
+    computed = store.open(store.ingest([inputs], name="computed"))
+    mine = run_views.kernel_view(stored, None, None, "name")
+    theirs = run_views.kernel_view(computed, None, None, "name")
+    assert mine.spread is not None and theirs.spread is not None
+    assert mine.spread.sort("group").equals(theirs.spread.sort("group"))
+    assert run_views.gpu_busy_view(stored, None, None).equals(run_views.gpu_busy_view(computed, None, None))
+    assert run_views.gpu_busy_view(stored, 1, None).get_column("rank").to_list() == [1]
+    # The stored tables are what is read: no interval of the kernels is merged for the busy figure.
+    monkeypatch.setattr(run_views, "gpu_activity_pieces", lambda run: (_ for _ in ()).throw(AssertionError))
+    run_views.gpu_busy_view.cache_clear()
+    assert run_views.gpu_busy_view(stored, None, None).height == 3
+    assert run_views.stored_spread(stored, "name", (0, 1)) is None  # a window needs the kernel rows
+
+
+def test_timeline_opens_on_one_rank_when_a_run_has_many() -> None:
+    from dashboard.layouts.kernel_views import ALL_RANKS, MANY_RANKS, initial_rank
+
+    many = tuple(range(3, 3 + MANY_RANKS + 1))
+    assert initial_rank(None, many) == 3  # no rank asked for: the first
+    assert initial_rank(ALL_RANKS, many) is None  # "all ranks" asked for explicitly is kept
+    assert initial_rank("5", many) == 5
+    assert initial_rank(None, tuple(range(MANY_RANKS))) is None  # few ranks: all, as before
