@@ -171,7 +171,8 @@ def ingest_on_cluster(store: RunStore, paths: Sequence[Path | str], client: Any,
         for summary, frame in summaries.items():
             frame.write_parquet(staging / f"{SUMMARY_PREFIX}{summary}.parquet", compression="zstd")
         (staging / TOKEN_FILE).unlink()
-        stats = {"workers": workers, "files": len(files),
+        # Peaks so far: the client's own (it holds only summaries) and the largest worker's.
+        stats = {"workers": workers, "files": len(files), "client_peak_rss_bytes": peak_rss_bytes(),
                  "worker_peak_rss_bytes": max(client.run(peak_rss_bytes).values(), default=0)}
         metadata = {**_merge_metadata(parts), "summaries": sorted(summaries), "cluster": stats}
         warnings = [f"{p}: not recognised, kept as a source but not parsed" for p in detection.ignored]
