@@ -22,8 +22,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +57,36 @@ def connect(address: str, workers: int | None = None, timeout_s: float | None = 
         # One thread per worker process (parsing holds the GIL in places); the cores a worker
         # gets for polars and the Kineto decoder are shared out so workers do not oversubscribe.
         share = str(max(1, cpus // count))
-        cluster = distributed.LocalCluster(n_workers=count, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=logging.CRITICAL,
-                                           env={"POLARS_MAX_THREADS": share, "DASHBOARD_INGEST_WORKERS": share})
+        with _fork_warm_workers(distributed):
+            cluster = distributed.LocalCluster(
+                n_workers=count, threads_per_worker=1, processes=True, dashboard_address=":0",
+                silence_logs=logging.CRITICAL, env={"POLARS_MAX_THREADS": share, "DASHBOARD_INGEST_WORKERS": share})
         return distributed.Client(cluster)
     try:
         return distributed.Client(address, timeout=f"{timeout_s}s")
     except (OSError, TimeoutError) as exc:
         raise IngestError(address, f"cannot reach the Dask scheduler within {timeout_s:g} s "
                                    f"({type(exc).__name__}); is it running and is the address right?") from None
+
+
+@contextmanager
+def _fork_warm_workers(distributed: Any) -> Iterator[None]:
+    """Start local workers from a fork server that has imported the parser once.
+
+    Spawned workers (Dask's default) each re-import the parent's main module, which for
+    `python -m dashboard.app` is the whole Dash app, and then polars and the collectors;
+    forked from a warm server they start with those already loaded. Not on Windows (no fork).
+    """
+    if sys.platform == "win32":
+        yield
+        return
+    import dask
+
+    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        context = distributed.utils.get_mp_context()  # Dask sets its own preload list on first use
+        context.set_forkserver_preload(["distributed", "polars", "dashboard.cluster_worker",
+                                        *registry.COLLECTOR_MODULES])
+        yield
 
 
 def close(client: Any) -> None:

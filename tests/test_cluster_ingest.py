@@ -91,7 +91,7 @@ def test_cluster_data_folder_not_shared_fails_clearly(tmp_path: Path, monkeypatc
         return "x"
 
     monkeypatch.setattr(cluster_ingest, "_write_token", token_on_local_disk)
-    cluster = distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    cluster = distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=":0")
     monkeypatch.setattr(cluster_ingest, "connect", lambda address, workers=None: distributed.Client(cluster))
     try:
         result = CliRunner().invoke(cli, ["ingest", str(rank_traces(tmp_path / "r", 1, 100)), "--data",
