@@ -19,6 +19,7 @@ PAGES = {
     "/memory": "#memory-page",
     "/planner": "#planner-page",
     "/compare": "#compare-page",
+    "/ranks": "#ranks-page",
 }
 
 
