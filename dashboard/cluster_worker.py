@@ -30,6 +30,7 @@ import polars as pl
 from dashboard.analysis.rank_summaries import rank_summaries
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError
+from dashboard.store import PARQUET_OPTIONS
 
 TOKEN_FILE = ".cluster-token"
 NO_RANK = "none"  # partition of a table without a rank column (or a null rank)
@@ -86,7 +87,7 @@ def parse_file(file: str, staging: str, token: str, part: int, source_name: str)
         for (rank,), piece in pieces.items():
             folder = partition_folder(target, table, rank)
             folder.mkdir(parents=True, exist_ok=True)
-            piece.write_parquet(folder / f"part-{part}.parquet", compression="zstd", statistics=True)
+            piece.write_parquet(folder / f"part-{part}.parquet", **PARQUET_OPTIONS)
             if rank is not None:
                 ranks.add(int(rank))
         row_counts[table] = frame.height
