@@ -89,3 +89,17 @@ def test_timeline_opens_on_one_rank_when_a_run_has_many() -> None:
     assert initial_rank(ALL_RANKS, many) is None  # "all ranks" asked for explicitly is kept
     assert initial_rank("5", many) == 5
     assert initial_rank(None, tuple(range(MANY_RANKS))) is None  # few ranks: all, as before
+
+
+def test_one_rank_timeline_reads_only_that_rank_on_the_run_clock(tmp_path: Path) -> None:
+    from dashboard.analysis.run_views import run_origin_ns
+    from dashboard.analysis.timeline import prepare_timeline
+
+    store = RunStore(tmp_path / "data")
+    run = store.open(partitioned_run(store, rank_traces(tmp_path / "ranks", 9, kernels=300)))
+    whole = prepare_timeline(*(run.frame(t) for t in ranks_view.TIMELINE_TABLES))
+    one = ranks_view.one_rank_timeline(run, 3)
+    assert one.ranks == [3]
+    assert one.start_ns == run_origin_ns(run) == whole.start_ns
+    lanes_of_3 = whole.lanes.filter(pl.col("rank") == 3).get_column("lane")
+    assert one.events.height == whole.events.filter(pl.col("lane").is_in(lanes_of_3.implode())).height > 0
