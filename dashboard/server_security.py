@@ -33,7 +33,7 @@ from typing import Any
 
 import dash
 from dash import _callback as dash_callback
-from dash.exceptions import CallbackException, DependencyException, InvalidCallbackReturnValue
+from dash.exceptions import CallbackException, DependencyException, InvalidCallbackReturnValue, PreventUpdate
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 from werkzeug.serving import WSGIRequestHandler
@@ -192,7 +192,9 @@ def _guard_dash_routes(app: dash.Dash) -> None:
                 # The request has the right shape but not the values its callback takes (a callback's
                 # own errors never get here: the app's on_error shows them in the page). A value our
                 # callback returned that Dash cannot send is our bug: that stays a 500.
-                if isinstance(exc, InvalidCallbackReturnValue):
+                # PreventUpdate (a CallbackException too) is a callback saying "nothing to change":
+                # Dash answers it with 204.
+                if isinstance(exc, InvalidCallbackReturnValue | PreventUpdate):
                     raise
                 log.warning("malformed callback request for %s: %s: %s", request.get_json().get("output"),
                             type(exc).__name__, exc)
