@@ -138,3 +138,27 @@ def test_eight_ranks_on_a_local_cluster_of_two_worker_processes(tmp_path: Path) 
     expected = gpu_busy(activity_intervals(kernels, run.frame("memcpy")))
     assert busy is not None and busy.sort("rank").equals(expected)
     assert reference.summary("kernels") is None  # a single-process run has no summaries
+
+
+def test_client_side_pieces_of_the_reduce(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    from dashboard.cluster_ingest import _merge_metadata, _shared_rank_warnings, source_names
+    from dashboard.cluster_worker import PartResult
+
+    def part(file: str, ranks: list[int], meta: dict) -> PartResult:
+        return PartResult(file=file, collectors=["kineto"], row_counts={}, ranks=ranks, summaries={},
+                          metadata={"kineto": meta})
+
+    parts = [part("/t/a.json", [0], {"ranks": [0], "files": [{"rank": 0}], "gpu": "A100"}),
+             part("/t/b.json", [0], {"ranks": [0], "files": [{"rank": 0}], "gpu": "H100"}),
+             part("/t/c.json", [1], {"ranks": [1], "files": [{"rank": 1, "x": 2}]})]
+    warnings = _shared_rank_warnings(parts)
+    assert warnings == ["/t/b.json: rank 0 is also claimed by a.json; both are kept under rank 0"]
+    merged = _merge_metadata(parts)["kineto"]
+    assert merged["ranks"] == [0, 1] and merged["gpu"] == "A100"
+    assert merged["files"] == [{"rank": 0}, {"rank": 1, "x": 2}]
+    folder = tmp_path / "job"
+    (folder / "sub").mkdir(parents=True)
+    files = [folder / "r0.json", folder / "sub" / "r1.json", tmp_path / "other" / "job"]
+    names = source_names([folder, tmp_path / "other" / "job"], files)
+    assert names == {files[0]: "job/r0.json", files[1]: "job/sub/r1.json", files[2]: "1/job"}
