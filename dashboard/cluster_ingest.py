@@ -37,6 +37,7 @@ from dashboard.sources import refuse_symlink_inputs
 from dashboard.store import SUMMARY_PREFIX, RunStore, default_name
 
 CONNECT_TIMEOUT_S = 10.0
+SETTLE_TIMEOUT_S = 120.0  # how long a failed ingest waits for running workers before removing its staging
 
 
 def _dask() -> Any:
@@ -178,7 +179,7 @@ def ingest_on_cluster(store: RunStore, paths: Sequence[Path | str], client: Any,
         count = len(files)  # client.map maps positional sequences only
         futures = client.map(parse_file, [str(f) for f in files], [str(staging)] * count, [token] * count,
                              list(range(count)), [names[f] for f in files], pure=False)
-        parts = _gather(client, futures, progress)
+        parts = _gather(client, futures, staging, progress)
         for ignored in detection.ignored:  # kept as sources, as a single-process ingest keeps them
             target = staging / "source" / names[ignored]
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -210,7 +211,7 @@ def ingest_on_cluster(store: RunStore, paths: Sequence[Path | str], client: Any,
         store.drop_staging(staging)
 
 
-def _gather(client: Any, futures: list[Any], progress: ProgressFn) -> list[PartResult]:
+def _gather(client: Any, futures: list[Any], staging: Path, progress: ProgressFn) -> list[PartResult]:
     distributed = _dask()
     parts: list[PartResult] = []
     try:
@@ -218,6 +219,22 @@ def _gather(client: Any, futures: list[Any], progress: ProgressFn) -> list[PartR
             parts.append(future.result())
             progress(done / len(futures), f"parsed {done} of {len(futures)} files")
     except BaseException:
-        client.cancel(futures)
+        _stop_writers(client, futures, staging)
         raise
     return sorted(parts, key=lambda part: part.file)
+
+
+def _stop_writers(client: Any, futures: list[Any], staging: Path) -> None:
+    """Before a failed ingest removes its staging folder: no worker may still be writing into it.
+
+    Dask cannot interrupt a running task, so: the token goes first (a worker checks it before
+    each file it writes, and stops), tasks not started are cancelled, and the running ones are
+    waited for (a bounded time).
+    """
+    (staging / TOKEN_FILE).unlink(missing_ok=True)
+    try:
+        running = {key for keys in client.processing().values() for key in keys}
+        client.cancel([future for future in futures if future.key not in running])
+        _dask().wait([future for future in futures if future.key in running], timeout=SETTLE_TIMEOUT_S)
+    except Exception:  # a lost scheduler or the timeout: the cleanup goes on regardless
+        pass

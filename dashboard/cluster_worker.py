@@ -68,6 +68,16 @@ def check_shared(staging: str, token: str) -> str:
     return host
 
 
+def _still_wanted(staging: Path, token: str) -> None:
+    """Raise when the client has given up on this run (it removes the token before the folder)."""
+    try:
+        wanted = (staging / TOKEN_FILE).read_text(encoding="utf-8") == token
+    except OSError:
+        wanted = False
+    if not wanted:
+        raise IngestError(staging, "the ingest was stopped (another file failed); nothing more is written")
+
+
 def partition_folder(staging: Path, table: str, rank: int | None) -> Path:
     return staging / table / f"rank={NO_RANK if rank is None else rank}"
 
@@ -85,12 +95,14 @@ def parse_file(file: str, staging: str, token: str, part: int, source_name: str)
             frame = frame.sort("start_ns", nulls_last=True)  # as the single-file layout: windows skip row groups
         pieces = frame.partition_by("rank", as_dict=True) if "rank" in frame.columns else {(None,): frame}
         for (rank,), piece in pieces.items():
+            _still_wanted(target, token)
             folder = partition_folder(target, table, rank)
             folder.mkdir(parents=True, exist_ok=True)
             piece.write_parquet(folder / f"part-{part}.parquet", **PARQUET_OPTIONS)
             if rank is not None:
                 ranks.add(int(rank))
         row_counts[table] = frame.height
+    _still_wanted(target, token)
     source = target / "source" / source_name
     source.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(file, source)

@@ -162,3 +162,25 @@ def test_client_side_pieces_of_the_reduce(tmp_path: Path) -> None:
     files = [folder / "r0.json", folder / "sub" / "r1.json", tmp_path / "other" / "job"]
     names = source_names([folder, tmp_path / "other" / "job"], files)
     assert names == {files[0]: "job/r0.json", files[1]: "job/sub/r1.json", files[2]: "1/job"}
+
+
+def test_a_broken_rank_fails_the_cluster_ingest_in_one_line_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    distributed = pytest.importorskip("distributed")
+    from dashboard import cluster_ingest
+
+    inputs = rank_traces(tmp_path / "ranks", 3, kernels=200)
+    broken = inputs / "rank-1.json"
+    broken.write_bytes(broken.read_bytes()[:5000])
+    cluster = distributed.LocalCluster(n_workers=2, processes=False, dashboard_address=":0")
+    monkeypatch.setattr(cluster_ingest, "connect", lambda address, workers=None: distributed.Client(cluster))
+    try:
+        result = CliRunner().invoke(cli, ["ingest", str(inputs), "--data", str(tmp_path / "data"),
+                                          "--cluster", "local"])
+    finally:
+        cluster.close()
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == (
+        f"error: {broken}: truncated JSON: the file ends before the trace document does")
+    assert list((tmp_path / "data" / "runs").iterdir()) == []
+    assert list((tmp_path / "data" / ".staging").iterdir()) == []
