@@ -12,6 +12,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -124,9 +125,13 @@ def _fail(message: str, debug: bool) -> None:
               help="Parse in a child process and stop it after this many seconds (0: no limit).")
 @click.option("--max-memory-mb", type=float, default=None, envvar="DASHBOARD_INGEST_MAX_MEMORY_MB",
               show_envvar=True, help="Parse in a child process and stop it above this resident memory (0: no limit).")
+@click.option("--cluster", default=None, envvar="DASHBOARD_CLUSTER", show_envvar=True,
+              help="Parse each file on a Dask cluster: 'local' (a LocalCluster sized to this machine) or a "
+                   "scheduler address tcp://host:8786. The data folder must be shared with the workers.")
+@click.option("--workers", type=int, default=None, help="Workers of a --cluster local (default: one per core).")
 @click.pass_context
 def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: str | None, debug: bool,
-           max_seconds: float | None, max_memory_mb: float | None) -> None:
+           max_seconds: float | None, max_memory_mb: float | None, cluster: str | None, workers: int | None) -> None:
     """Detect the format of each file or folder (by content; .gz is transparent) and store one run.
 
     Several files or a folder of per-rank traces become one run with a rank column.
@@ -142,7 +147,9 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: st
     progress = StderrProgress("ingest")
     store = RunStore(data_dir)
     try:
-        if max_seconds or max_memory_mb:
+        if cluster:
+            run_id = _ingest_on_cluster(store, list(paths), cluster, workers, name, progress)
+        elif max_seconds or max_memory_mb:
             from dashboard.ingest_budget import Budget, run_in_child
 
             run_id = run_in_child(data_dir, list(paths), name, Budget(max_seconds or None, max_memory_mb or None),
@@ -160,6 +167,18 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: st
         for warning in store.open(run_id).info.warnings:
             click.echo(f"warning: {one_line(warning)}", err=True)
         click.echo(run_id)
+
+
+def _ingest_on_cluster(store: Any, paths: list[Path], address: str, workers: int | None, name: str | None,
+                       progress: StderrProgress) -> str:
+    from dashboard.cluster_ingest import close, connect, ingest_on_cluster  # Dask loads only when asked for
+
+    client = connect(address, workers)
+    try:
+        run_id, _stats = ingest_on_cluster(store, paths, client, name, progress)
+    finally:
+        close(client)
+    return run_id
 
 
 def _log_tracebacks(debug: bool) -> None:

@@ -46,6 +46,11 @@ _KNOWN_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".sqlite", ".log", ".dot", "
 # and older than this belongs to an ingest that died.
 STALE_STAGING_SECONDS = 6 * 3600
 OWNER_SUFFIX = ".owner"
+# Partitioned tables (cluster ingest): DIR/<table>/rank=<N>/part-<i>.parquet; per-rank summaries beside them.
+PARTITION_GLOB = "rank=*/*.parquet"
+SUMMARY_PREFIX = "summary_"
+# zstd level 1: files as small as the default level's (6.8 vs 6.9 MB for a 264 MB trace) in 2/3 of the time.
+PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "compression_level": 1, "statistics": True}
 
 
 class RunNotFound(KeyError):
@@ -117,7 +122,21 @@ class Run:
         """A lazy scan of a table; an absent table scans as empty with its schema."""
         if not self.has(table):
             return schema.empty(table).lazy()
-        return pl.scan_parquet(self.info.path / f"{table}.parquet")
+        single = self.info.path / f"{table}.parquet"
+        if not single.exists() and (self.info.path / table).is_dir():
+            # A run ingested on a cluster: one folder per rank (`kernels/rank=3/part-0.parquet`),
+            # each file holding the full schema (rank included), so the glob reads as one table.
+            return pl.scan_parquet(self.info.path / table / PARTITION_GLOB, hive_partitioning=False)
+        return pl.scan_parquet(single)
+
+    def summary(self, name: str) -> pl.DataFrame | None:
+        """A per-rank summary written at ingest (`summary_<name>.parquet`), or None when the run has none."""
+        path = self.info.path / f"{SUMMARY_PREFIX}{name}.parquet"
+        if name not in self.info.metadata.get("summaries", []) or not path.is_file():
+            return None
+        if (key := f"{SUMMARY_PREFIX}{name}") not in self._frames:  # read once per process, as frame()
+            self._frames[key] = pl.read_parquet(path)
+        return self._frames[key]
 
     def frame(self, table: str) -> pl.DataFrame:
         """The whole table in memory, read once per process and reused."""
@@ -259,13 +278,7 @@ class RunStore:
         warnings: Sequence[str] = (),
     ) -> str:
         """Write a new run from canonical tables; it appears in `runs/` whole or not at all."""
-        name = safe_name(name)
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self.staging_dir.mkdir(parents=True, exist_ok=True)
-        staging = self.staging_dir / f"{name}-{uuid.uuid4().hex}"
-        marker = _owner_marker(staging)
-        write_owner(marker)  # before the folder, so a cleaner never sees it without its owner
-        staging.mkdir()
+        staging = self.new_staging(name)
         try:
             row_counts: dict[str, int] = {}
             for table, frame in tables.items():
@@ -273,31 +286,51 @@ class RunStore:
                 if "start_ns" in conformed.columns:
                     # Time-sorted files let window queries skip row groups.
                     conformed = conformed.sort("start_ns", nulls_last=True)
-                conformed.write_parquet(staging / f"{table}.parquet", compression="zstd", statistics=True)
+                conformed.write_parquet(staging / f"{table}.parquet", **PARQUET_OPTIONS)
                 row_counts[table] = conformed.height
             copied = copy_sources(list(sources), staging / SOURCE_DIR)
-            created = datetime.now().astimezone()
-            info = {
-                "name": name,
-                "created": created.isoformat(timespec="seconds"),
-                "sources": copied,
-                "original_paths": [str(Path(p).resolve()) for p in sources],
-                "evidence": schema.evidence_of(row_counts),
-                "row_counts": row_counts,
-                "parse_seconds": round(parse_seconds, 3),
-                "schema_version": schema.SCHEMA_VERSION,
-                "collectors": list(collectors),
-                "warnings": list(warnings)[:200],
-                "metadata": metadata or {},
-            }
-            info["size_bytes"] = _folder_size(staging)
-            _write_json_atomic(staging / RUN_FILE, info)
-            return self._publish(staging, f"{name}-{created:%Y%m%d-%H%M%S}")
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+            return self.publish_staging(staging, name, row_counts, copied, sources, parse_seconds, collectors,
+                                        metadata, warnings)
         finally:
-            marker.unlink(missing_ok=True)
+            self.drop_staging(staging)
+
+    def new_staging(self, name: str) -> Path:
+        """A fresh staging folder for a run named `name`, its owner recorded (see `remove_stale_staging`)."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        staging = self.staging_dir / f"{safe_name(name)}-{uuid.uuid4().hex}"
+        write_owner(_owner_marker(staging))  # before the folder, so a cleaner never sees it without its owner
+        staging.mkdir()
+        return staging
+
+    def drop_staging(self, staging: Path) -> None:
+        """Remove what is left of a staging folder (nothing once published) and its owner marker."""
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+        _owner_marker(staging).unlink(missing_ok=True)
+
+    def publish_staging(self, staging: Path, name: str, row_counts: dict[str, int], copied_sources: Sequence[str],
+                        sources: Sequence[Path] = (), parse_seconds: float = 0.0, collectors: Sequence[str] = (),
+                        metadata: dict[str, Any] | None = None, warnings: Sequence[str] = ()) -> str:
+        """Write run.json into a filled staging folder and rename it into `runs/`; return the run id."""
+        name = safe_name(name)
+        created = datetime.now().astimezone()
+        info = {
+            "name": name,
+            "created": created.isoformat(timespec="seconds"),
+            "sources": list(copied_sources),
+            "original_paths": [str(Path(p).resolve()) for p in sources],
+            "evidence": schema.evidence_of(row_counts),
+            "row_counts": row_counts,
+            "parse_seconds": round(parse_seconds, 3),
+            "schema_version": schema.SCHEMA_VERSION,
+            "collectors": list(collectors),
+            "warnings": list(warnings)[:200],
+            "metadata": metadata or {},
+        }
+        info["size_bytes"] = _folder_size(staging)
+        _write_json_atomic(staging / RUN_FILE, info)
+        return self._publish(staging, f"{name}-{created:%Y%m%d-%H%M%S}")
 
     def _publish(self, staging: Path, base_id: str) -> str:
         # rename() onto an existing non-empty folder fails, which is exactly the

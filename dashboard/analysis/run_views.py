@@ -73,11 +73,21 @@ def kernel_view(run: Run, rank: int | None, window: Window, group: Group) -> Ker
     frame = filtered_kernels(run, rank, window)
     summary = kernel_analysis.kernel_summary(frame, group, run_launch_shapes(run))
     multi_rank = rank is None and len(kernel_ranks(run)) > 1
-    spread = kernel_analysis.rank_spread(frame, group) if multi_rank else None
+    spread = stored_spread(run, group, window) if multi_rank else None
+    if multi_rank and spread is None:
+        spread = kernel_analysis.rank_spread(frame, group)
     # A kernel row is its own group: no need to scan the frame for (group, kernel) pairs.
     pairs = (summary.select("key", pl.col("key").alias("kernel_key")) if group == "name"
              else kernel_analysis.group_kernel_keys(frame, group))
     return KernelView(summary, spread, pairs, kernel_analysis.gpu_time_ns(frame), frame.height)
+
+
+def stored_spread(run: Run, group: Group, window: Window) -> pl.DataFrame | None:
+    """rank_spread from the per-rank kernel summary a cluster ingest stores (whole run, by name), else None."""
+    stored = run.summary("kernels")
+    if stored is None or group != "name" or window is not None:
+        return None
+    return kernel_analysis.rank_spread(stored.select("rank", "name", pl.col("total_ns").alias("time_ns")), group)
 
 
 @lru_cache(maxsize=8)
@@ -91,6 +101,9 @@ def gpu_activity_pieces(run: Run) -> pl.DataFrame:
 @lru_cache(maxsize=64)
 def gpu_busy_view(run: Run, rank: int | None, window: Window) -> pl.DataFrame:
     """Per rank: span, busy and idle time of the GPU (gpu_busy), kernels and copies counted; a window clips."""
+    stored = run.summary("busy") if window is None else None
+    if stored is not None:  # computed per rank at a cluster ingest: no kernel rows read
+        return stored.filter(pl.col("rank") == rank) if rank is not None else stored
     pieces = gpu_activity_pieces(run)
     if rank is not None:
         pieces = pieces.filter(pl.col("rank") == rank)

@@ -33,6 +33,18 @@ def parse_rank(value: Any, ranks: tuple[int, ...]) -> int | None:
     return rank if rank in ranks else None
 
 
+# Above this many ranks a page that draws every event (/timeline) opens on one rank unless told otherwise:
+# hundreds of ranks' lanes are neither legible nor quick to draw.
+MANY_RANKS = 8
+
+
+def initial_rank(value: Any, ranks: tuple[int, ...]) -> int | None:
+    """parse_rank, except that with no rank asked for and more than MANY_RANKS ranks, the first rank."""
+    if value is None and len(ranks) > MANY_RANKS:
+        return ranks[0]
+    return parse_rank(value, ranks)
+
+
 def rank_control(component_id: str, ranks: tuple[int, ...], rank: int | None) -> html.Div:
     options = [{"label": "all ranks", "value": ALL_RANKS}] + [{"label": f"rank {r}", "value": str(r)} for r in ranks]
     return html.Div([

@@ -60,7 +60,8 @@ def page_href(path: str, run_id: str | None, **params: Any) -> str:
 
 # The evidence each page needs, for choosing its default run.
 PAGE_EVIDENCE = {"/insights": "kernels", "/kernels": "kernels", "/layers": "layers", "/timeline": "kernels",
-                 "/memory": "memory", "/planner": "planner", "/compare": "kernels", "/compiler": "compiler"}
+                 "/memory": "memory", "/planner": "planner", "/compare": "kernels", "/compiler": "compiler",
+                 "/ranks": "kernels"}
 
 
 def default_run_for_path(pathname: str | None) -> str | None:

@@ -36,6 +36,7 @@ _EVIDENCE_WORDS: dict[str, re.Pattern[str]] = {
 PAGE_EVIDENCE: dict[str, tuple[str, ...]] = {
     "Kernels": ("kernels",),
     "Compare": ("kernels",),
+    "Ranks": ("kernels",),
     "Timeline": ("kernels", "layers"),
     "Layers": ("layers",),
     "Memory": ("memory",),

@@ -32,7 +32,7 @@ from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
 
-dash.register_page(__name__, path="/compare", name="Compare", order=6, title="Compare · dashboard")
+dash.register_page(__name__, path="/compare", name="Compare", order=7, title="Compare · dashboard")
 
 PATH = "/compare"
 EVIDENCE = "kernels"

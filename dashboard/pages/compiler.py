@@ -23,7 +23,7 @@ from dashboard.layouts.shell import url_state_store
 from dashboard.pages import compiler_callbacks  # also registers the page's callbacks
 from dashboard.pages.compiler_parts import compiler_data
 
-dash.register_page(__name__, path="/compiler", name="Compiler", order=7, title="Compiler · dashboard")
+dash.register_page(__name__, path="/compiler", name="Compiler", order=5.5, title="Compiler · dashboard")
 
 PATH = "/compiler"
 EVIDENCE = "compiler"

@@ -22,7 +22,7 @@ from dashboard.layouts.page import chart, page_header, page_href
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
 
-dash.register_page(__name__, path="/history", name="History", order=7, title="History · dashboard")
+dash.register_page(__name__, path="/history", name="History", order=8, title="History · dashboard")
 
 ALL_RUNS = "__all__"
 

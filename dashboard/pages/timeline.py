@@ -21,6 +21,8 @@ import polars as pl
 from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
+from dashboard.analysis.ranks_view import one_rank_timeline
+from dashboard.analysis.run_views import kernel_ranks
 from dashboard.analysis.selection import format_keys, format_window, parse_keys, parse_window, x_range_from_relayout
 from dashboard.analysis.timeline import (
     OVERLAY_GROUP,
@@ -34,7 +36,14 @@ from dashboard.analysis.units import format_ns
 from dashboard.figures.timeline import TimeAxis, timeline_figure_dict
 from dashboard.gc_pause import gc_paused
 from dashboard.layouts.context import current_store, fired_ids
-from dashboard.layouts.kernel_views import ALL_RANKS, parse_rank, rank_control, window_text
+from dashboard.layouts.kernel_views import (
+    ALL_RANKS,
+    MANY_RANKS,
+    initial_rank,
+    parse_rank,
+    rank_control,
+    window_text,
+)
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import URL_STATE, url_state_store
 from dashboard.store import Run
@@ -48,22 +57,36 @@ _build_lock = threading.Lock()
 
 
 @lru_cache(maxsize=4)
-def _prepared(run_id: str, created: str) -> TimelineData:
+def _prepared(run_id: str, created: str, rank: int | None) -> TimelineData:
     run = current_store().open(run_id)
+    if rank is not None:
+        return one_rank_timeline(run, rank)
     return prepare_timeline(run.frame("kernels"), run.frame("memcpy"), run.frame("ranges"), run.frame("stack"))
 
 
-def timeline_data(run: Run) -> TimelineData:
-    """The run indexed for timeline views: built once per run and process (~1-2 s for 1 M kernels)."""
+def _many_ranks(run: Run) -> bool:
+    return len(kernel_ranks(run)) > MANY_RANKS
+
+
+def timeline_data(run: Run, rank: int | None = None) -> TimelineData:
+    """The run indexed for timeline views: built once per run and process (~1-2 s for 1 M kernels).
+
+    A run with more than MANY_RANKS ranks is indexed one rank at a time (the rank shown), not whole.
+    """
     with _build_lock:  # two first requests for one run build it once
-        return _prepared(run.id, run.info.created)
+        return _prepared(run.id, run.info.created, rank if _many_ranks(run) else None)
+
+
+def timeline_ranks(run: Run) -> tuple[int, ...]:
+    """The ranks the rank menu offers (for many ranks, read from the tables, not from a whole-run index)."""
+    return kernel_ranks(run) if _many_ranks(run) else tuple(timeline_data(run).ranks)
 
 
 @lru_cache(maxsize=64)
 def _cached_view(run_id: str, created: str, window: tuple[int, int], rank: int | None,
                  selected: tuple[str, ...]) -> tuple[TimelineView, dict[str, Any], float]:
     run = current_store().open(run_id)
-    data = timeline_data(run)
+    data = timeline_data(run, rank)
     with gc_paused():  # tens of thousands of short-lived objects: no collection mid-way
         view = timeline_view(data, window, rank, selected)
         figure = timeline_figure_dict(view, f"Timeline of {run.id}")
@@ -73,7 +96,7 @@ def _cached_view(run_id: str, created: str, window: tuple[int, int], rank: int |
 def render(run: Run, window: tuple[int, int] | None, rank: int | None,
            selected: list[str]) -> tuple[TimelineView, dict[str, Any], float]:
     """The view, its figure and the figure's ns-per-axis-unit, cached per (run, window, rank, selection)."""
-    clamped = clamp_window(timeline_data(run), window)
+    clamped = clamp_window(timeline_data(run, rank), window)
     return _cached_view(run.id, run.info.created, clamped, rank, tuple(sorted(selected)))
 
 
@@ -127,9 +150,9 @@ def layout(run: str | None = None, rank: str | None = None, sel: str | None = No
     header = page_header("Timeline", chosen, "Kernels, copies, passes and call stacks per stream and thread")
     if chosen is None:
         return html.Div([header, notice], id="timeline-page")
-    data = timeline_data(chosen)
-    ranks = tuple(data.ranks)
-    state_rank, selected = parse_rank(rank, ranks), parse_keys(sel)
+    ranks = timeline_ranks(chosen)
+    state_rank, selected = initial_rank(rank, ranks), parse_keys(sel)
+    data = timeline_data(chosen, state_rank)
     view, figure, divisor = render(chosen, parse_window(window), state_rank, selected)
     state_window = _window_of(view)
     controls = html.Div([
@@ -240,9 +263,9 @@ def _chart_events(props: set[str], relayout: dict | None, selection: dict | None
 def update_timeline(relayout: dict | None, selection: dict | None, click: dict | None, rank_value: Any,
                     _clear_window: Any, _reset: Any, _clear_selection: Any, state: dict[str, Any]) -> tuple[Any, ...]:
     run = current_store().open(state["run"])
-    data = timeline_data(run)
     window = tuple(state["window"]) if state.get("window") else None
-    rank = parse_rank(rank_value, tuple(data.ranks))
+    rank = parse_rank(rank_value, timeline_ranks(run))
+    data = timeline_data(run, rank)
     old_dragmode = state.get("dragmode")
     selected = list(state.get("sel") or [])
     fired = fired_ids()

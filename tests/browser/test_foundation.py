@@ -21,6 +21,7 @@ PAGES = {
     "/planner": "#planner-page",
     "/compare": "#compare-page",
     "/history": "#history-page",
+    "/ranks": "#ranks-page",
 }
 
 
