@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dashboard.demo import kineto_trace, nsys_export, tt_memory_log, ws_dumps
+from dashboard.demo.triton_ir_text import generated_log
+
+_DEMO_KERNELS = Path(kineto_trace.__file__).with_name("triton_kernels_src.py")
 
 # How a seed's bytes are stored on disk, which decides how it is mutated.
 TEXT, GZIP, SQLITE = "text", "gzip", "sqlite"
 
-FORMATS = ("kineto_json", "kineto_gz", "nsys", "tt_log", "tt_json", "dot_planner", "dot_plain")
+FORMATS = ("kineto_json", "kineto_gz", "nsys", "tt_log", "tt_json", "dot_planner", "dot_plain", "triton_ir")
 
 # Kineto events kept in the seed (of ~2,500): a few hundred kernels, ops and runtime calls.
 _KINETO_EVENTS = 1000
@@ -108,6 +111,9 @@ def build_seeds() -> dict[str, list[Seed]]:
                     if name.endswith("_memory.json")],
         "dot_planner": [Seed("dot_planner", name, f"ws/{name}", data) for name, data in _planner_files().items()],
         "dot_plain": [Seed("dot_plain", "graph.dot", "graph.dot", PLAIN_DOT.encode())],
+        # The demo's generated MLIR_ENABLE_DUMP log (the shape Triton writes; no Triton needed).
+        "triton_ir": [Seed("triton_ir", "mlir_dump.txt", "mlir_dump.txt",
+                           generated_log(_DEMO_KERNELS).encode())],
     }
     return seeds
 

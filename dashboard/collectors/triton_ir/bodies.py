@@ -94,7 +94,7 @@ def target_of(body: bytes, attributes: bytes) -> str | None:
     """`cuda:90` / `hip:gfx942` from `ttg.target`, or from an LLVM module's triple and target-cpu."""
     match = _TARGET.search(attributes)
     if match:
-        return match.group(1).decode()
+        return match.group(1).decode("utf-8", "replace")
     arch = _LLIR_ARCH.search(body)
     if arch:
         name = arch.group(1).decode()
