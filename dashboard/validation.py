@@ -11,6 +11,10 @@ holds for every format:
   would subtract from every total it enters;
 * a negative byte count is not a size.
 
+A negative size beside a row's main facts (a kernel's shared memory, an op's
+free bytes) clears that value, not the row: the kernel ran, only that field
+is unreadable. `FILE: 2 kernels have a negative shared_memory; cleared`.
+
 Each rule is a polars expression evaluated once per table; a row is counted
 under the first rule it breaks. Warnings read
 `FILE: 144 kernels end before they start; dropped`.
@@ -24,6 +28,11 @@ import polars as pl
 
 TEN_YEARS_NS = int(10 * 365.25 * 24 * 3600 * 1_000_000_000)
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+# Sizes that are a row's detail, not its substance: a negative one is cleared (null) and counted.
+DETAIL_SIZE_COLUMNS = ("shared_memory", "unpadded_bytes", "padded_bytes", "total_per_bank", "allocated_per_bank",
+                       "free_per_bank", "largest_free_per_bank", "total", "allocated", "free", "largest_free",
+                       "reserved", "size")
 
 # (singular, plural) of what one row of a table is.
 ROW_NOUNS: dict[str, tuple[str, str]] = {
@@ -112,4 +121,22 @@ def drop_impossible_rows(
                     warnings.append(f"{source}: {_wording(table, count, problem)}")
             frame = frame.filter(~earlier)
         kept[table] = frame
+    for table, frame in kept.items():
+        kept[table], cleared = _clear_negative_sizes(frame, table, source)
+        warnings.extend(cleared)
     return kept, warnings
+
+
+def _clear_negative_sizes(frame: pl.DataFrame, table: str, source: str) -> tuple[pl.DataFrame, list[str]]:
+    sizes = [c for c in DETAIL_SIZE_COLUMNS if c in frame.columns and frame.schema[c].is_numeric()]
+    if not sizes or frame.height == 0:
+        return frame, []
+    counts = frame.select([(pl.col(c) < 0).fill_null(False).sum().alias(c) for c in sizes]).row(0)
+    negative = [(column, count) for column, count in zip(sizes, counts, strict=True) if count]
+    if not negative:
+        return frame, []
+    frame = frame.with_columns([pl.when(pl.col(c) < 0).then(None).otherwise(pl.col(c)).alias(c)
+                                for c, _ in negative])
+    warnings = [f"{source}: {rows_of(table, count)} {'has' if count == 1 else 'have'} a negative {column}; cleared"
+                for column, count in negative]
+    return frame, warnings

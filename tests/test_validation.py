@@ -78,3 +78,16 @@ def test_groups_of_files_are_named_by_their_files_or_their_folder() -> None:
     assert source_label([Path("/d/a.json"), Path("/d/b.json")]) == "/d/a.json, /d/b.json"
     assert source_label([Path(f"/d/r{i}.json") for i in range(8)]) == "8 files in /d"
     assert source_label([Path("/d/x/a"), Path("/d/y/b"), Path("/d/y/c"), Path("/d/z/d")]) == "4 files in /d"
+
+
+def test_a_negative_detail_size_is_cleared_not_the_row() -> None:
+    # Found by the long fuzz run: a huge or sign-flipped `shared memory` in a Kineto or nsys kernel
+    # was stored as a negative size. The kernel ran; only that field is unreadable.
+    kernels = _kernels([(T0 + i, T0 + i + 10) for i in range(4)]).with_columns(
+        pl.Series("shared_memory", [0, -5, 1024, -1], dtype=pl.Int64))
+    kept, warnings = drop_impossible_rows({"kernels": kernels}, "trace.json")
+    assert kept["kernels"].height == 4
+    assert kept["kernels"]["shared_memory"].to_list() == [0, None, 1024, None]
+    assert warnings == ["trace.json: 2 kernels have a negative shared_memory; cleared"]
+    one = kernels.with_columns(pl.Series("shared_memory", [0, -5, 1, 2], dtype=pl.Int64))
+    assert drop_impossible_rows({"kernels": one}, "t")[1] == ["t: 1 kernel has a negative shared_memory; cleared"]
