@@ -41,6 +41,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "dashboard.collectors.tt_memory",
     "dashboard.collectors.triton_ws",
     "dashboard.collectors.kineto",
+    "dashboard.collectors.torch_snapshot",
 )
 
 _extra: list[Collector] = []
