@@ -1,7 +1,8 @@
 """Figures of CUDA allocator memory: allocated / reserved over time per device, and slack.
 
 x is milliseconds since the run's first memory event; every point carries
-`customdata` = its exact time in ns on the run clock, which a click reads.
+`customdata` = its exact time in ns since that event (run-clock ns exceed the
+2^53 a browser number holds exactly), which a click reads.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | 
         if frame.height == 0:
             continue
         x = (frame["time_ns"].to_numpy() - origin_ns) / _MS
-        custom = frame["time_ns"].to_numpy()
+        custom = frame["time_ns"].to_numpy() - origin_ns
         colour = colour_for(device)
         allocated = frame["allocated"].to_numpy() / divisor
         figure.add_trace(go.Scattergl(
@@ -51,7 +52,8 @@ def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | 
                 hovertemplate=f"{device} slack %{{y:.4g}} {unit}<br>%{{x:.3f}} ms<extra></extra>"), row=2, col=1)
     if peak is not None:
         figure.add_trace(go.Scatter(
-            x=[(peak.time_ns - origin_ns) / _MS], y=[peak.allocated / divisor], customdata=np.array([peak.time_ns]),
+            x=[(peak.time_ns - origin_ns) / _MS], y=[peak.allocated / divisor],
+            customdata=np.array([peak.time_ns - origin_ns]),
             mode="markers", marker={"symbol": "star", "size": 14, "color": _AT_COLOUR}, name="peak",
             hovertemplate=f"peak {format_bytes(peak.allocated)}<br>%{{x:.3f}} ms<extra></extra>"), row=1, col=1)
     if at_ns is not None:

@@ -16,7 +16,6 @@ from typing import Any
 import dash_bootstrap_components as dbc
 import polars as pl
 from dash import Input, Output, State, callback, ctx, dcc, html, no_update
-from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import cuda_memory as analysis
 from dashboard.analysis.selection import format_window, parse_window, x_range_from_relayout
@@ -58,7 +57,8 @@ def cuda_data(run_id: str, rank: int) -> CudaData:
 
 def cuda_run(run_id: str | None) -> Run | None:
     """The run `/memory` shows with this view: the named run when it has CUDA memory and no Tenstorrent
-    memory, or (none named) the newest run with either kind of memory evidence when that one is CUDA."""
+    memory, or (none named) the newest CUDA-memory run when no run has Tenstorrent memory (whose view
+    stays the default)."""
     store = current_store()
     if run_id:
         try:
@@ -66,12 +66,11 @@ def cuda_run(run_id: str | None) -> Run | None:
         except RunNotFound:  # the Tenstorrent view's notice says so
             return None
         return run if run.has_evidence(EVIDENCE) and not run.has_evidence("memory") else None
-    for info in store.list_runs():
-        if "memory" in info.evidence:
-            return None
-        if EVIDENCE in info.evidence:
-            return store.open(info.id)
-    return None
+    runs = store.list_runs()
+    if any("memory" in info.evidence for info in runs):
+        return None
+    found = next((info.id for info in runs if EVIDENCE in info.evidence), None)
+    return store.open(found) if found else None
 
 
 def run_ranks(run: Run) -> tuple[int, ...]:
@@ -166,9 +165,18 @@ def render(run_id: str, state: dict[str, Any]) -> dict[str, Any]:
             "peak_at": top.time_ns if top else None}
 
 
+def _text(value: int | None) -> str:
+    """Run-clock ns as text: beyond 2^53 a browser number would round them."""
+    return "" if value is None else str(value)
+
+
+def _view(view: dict[str, Any], state: dict[str, Any], parts: dict[str, Any]) -> dict[str, Any]:
+    return {**view, **state, "at": _text(state["at"]), "peak_at": _text(parts["peak_at"])}
+
+
 def _url(state: dict[str, Any], run_id: str, ranks: int) -> dict[str, Any]:
     return {"run": run_id, "rank": state["rank"] if ranks > 1 else "", "device": state["device"],
-            "window": state["window"], "at": state["at"] if state["at"] is not None else ""}
+            "window": state["window"], "at": _text(state["at"])}
 
 
 def layout(run: Run, rank: str | None, query: dict[str, Any]) -> html.Div:
@@ -181,8 +189,7 @@ def layout(run: Run, rank: str | None, query: dict[str, Any]) -> html.Div:
                 "so memory held before the profiler started is not included." if data.relative else "")
     return html.Div([
         page_header("Memory", run, "CUDA allocator memory over time: allocated, reserved, live allocations"),
-        dcc.Store(id="memory-cuda-view", data={**state, "run": run.id, "ranks": len(ranks),
-                                               "peak_at": parts["peak_at"]}),
+        dcc.Store(id="memory-cuda-view", data=_view({"run": run.id, "ranks": len(ranks)}, state, parts)),
         url_state_store("memory_cuda", _url(state, run.id, len(ranks))),
         html.Div([
             dbc.Label("Device", className="me-2 mb-0 small text-muted"),
@@ -207,6 +214,10 @@ def layout(run: Run, rank: str | None, query: dict[str, Any]) -> html.Div:
     ], id="memory-page")
 
 
+# PreventUpdate would reach the app's callback guard as an error (a 400 in the console): answer "no change".
+_UNCHANGED = (no_update,) * 7
+
+
 @callback(
     Output(CURVES_ID, "figure"), Output("memory-cuda-cards", "children"),
     Output("memory-cuda-live-section", "children"), Output("memory-cuda-ops-section", "children"),
@@ -218,30 +229,31 @@ def layout(run: Run, rank: str | None, query: dict[str, Any]) -> html.Div:
 )
 def update(relayout: Any, click: Any, _peak: Any, device: str | None, _clear: Any,
            view: dict[str, Any]) -> tuple[Any, ...]:
-    state = {key: view[key] for key in ("rank", "device", "window", "at")}
+    state = {key: view[key] for key in ("rank", "device", "window")}
+    state["at"] = int(view["at"]) if view.get("at") else None
     fired = ctx.triggered_id
     data = cuda_data(view["run"], state["rank"])
     if fired == CURVES_ID and "relayoutData" in str(ctx.triggered[0]["prop_id"]):
         extent = x_range_from_relayout(relayout)
-        if extent is None:
-            raise PreventUpdate
+        if extent is None:  # the graph's own resize: nothing to redo
+            return _UNCHANGED
         state["window"] = "" if extent == "all" else format_window(
             data.origin_ns + int(extent[0] * 1e6), data.origin_ns + int(extent[1] * 1e6))
     elif fired == CURVES_ID:
         points = (click or {}).get("points") or []
         if not points or points[0].get("customdata") is None:
-            raise PreventUpdate
+            return _UNCHANGED
         custom = points[0]["customdata"]
-        state["at"] = int(custom[0] if isinstance(custom, list) else custom)
+        state["at"] = data.origin_ns + int(custom[0] if isinstance(custom, list) else custom)
     elif fired == "memory-cuda-peak":
-        state["at"] = view.get("peak_at")
+        state["at"] = int(view["peak_at"]) if view.get("peak_at") else None
     elif fired == "memory-cuda-device":
         state["device"] = device or ""
     elif fired == "memory-cuda-window-clear":
         state["window"] = ""
     parts = render(view["run"], state)
-    new_view = {**view, **state, "peak_at": parts["peak_at"]}
-    figure = no_update if fired == CURVES_ID and state["window"] == view["window"] and state["at"] == view["at"] \
-        else parts["figure"]
+    new_view = _view(view, state, parts)
+    figure = no_update if fired == CURVES_ID and new_view["window"] == view["window"] \
+        and new_view["at"] == view["at"] else parts["figure"]
     return (figure, parts["cards"], parts["live"], parts["ops"], parts["links"], new_view,
             _url(state, view["run"], view["ranks"]))
