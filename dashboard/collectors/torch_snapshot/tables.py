@@ -84,12 +84,13 @@ def entries_frame(number: int, first: int, entries: Sequence[dict[str, Any]], na
     return pl.DataFrame([
         pl.Series("list", [number], dtype=pl.Int32).new_from_index(0, len(entries)),
         pl.int_range(first, first + len(entries), dtype=pl.Int64, eager=True).alias("seq"),
-        pl.Series("action", [e.get("action") for e in entries], dtype=pl.String, strict=False),
+        # Categorical: a few distinct texts over millions of rows cost a code each until the table is written.
+        pl.Series("action", [e.get("action") for e in entries], dtype=pl.String, strict=False).cast(pl.Categorical),
         _ints("addr", [e.get("addr") for e in entries]),
         _ints("size", [e.get("size") for e in entries]),
         _ints("stream", [e.get("stream") for e in entries]),
         pl.Series("time_us", [e.get("time_us") for e in entries], dtype=pl.Float64, strict=False),
-        pl.Series("frame", frames, dtype=pl.String),
+        pl.Series("frame", frames, dtype=pl.String).cast(pl.Categorical),
     ])
 
 
@@ -141,9 +142,10 @@ def device_memory(parts: list[pl.DataFrame], devices: dict[int, int], segments: 
     size = pl.col("size").fill_null(0)
     trace = trace.with_columns(
         pl.coalesce((pl.col("time_us") * 1000).round(0).cast(pl.Int64), pl.col("seq") * 1000).alias("time_ns"),
-        (size * pl.col("action").replace_strict(_GROWS_ALLOCATED, default=0, return_dtype=pl.Int64))
+        (size * pl.col("action").cast(pl.String).replace_strict(_GROWS_ALLOCATED, default=0, return_dtype=pl.Int64))
         .alias("bytes_delta"),
-        (size * pl.col("action").replace_strict(_GROWS_RESERVED, default=0, return_dtype=pl.Int64)).alias("_dres"),
+        (size * pl.col("action").cast(pl.String).replace_strict(_GROWS_RESERVED, default=0, return_dtype=pl.Int64))
+        .alias("_dres"),
     ).sort("device", "time_ns", "seq")
     end = segments.group_by("device").agg(
         pl.col("size").filter(pl.col("state") != "free").sum().alias("_end_allocated"),
