@@ -18,6 +18,17 @@ def _cuda_run(server) -> str:
     return next(info.id for info in runs if "cuda_memory" in info.evidence and info.name == "demo-training")
 
 
+def _settled(page: Page) -> None:
+    """The graph drawn and resized (its relayout event sent), the page's callbacks wired and idle."""
+    expect(page.locator(f"{GRAPH} .main-svg").first).to_be_visible(timeout=20_000)
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function(f"() => {{ const p = document.querySelector('{GRAPH}'); "
+                           "return p && p._fullLayout && "
+                           "Math.abs(p._fullLayout.width - p.getBoundingClientRect().width) < 2; }")
+    page.wait_for_timeout(400)
+    page.wait_for_load_state("networkidle")
+
+
 def _query(page: Page) -> dict[str, str]:
     return {key: values[-1] for key, values in parse_qs(urlparse(page.url).query).items()}
 
@@ -28,9 +39,8 @@ def test_peak_click_lists_the_live_allocations_and_the_url_restores_it(page: Pag
     peak = memory.row(int(memory["allocated"].arg_max()), named=True)
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{server.url}/memory?run={run_id}")
-    expect(page.locator(f"{GRAPH} .main-svg").first).to_be_visible(timeout=20_000)
+    _settled(page)
     expect(page.locator(".memory-cuda-peak-value").first).to_have_text(format_bytes(peak["allocated"]))
-    page.wait_for_load_state("networkidle")
 
     page.locator("#memory-cuda-peak").click()
     title = page.locator("#memory-cuda-live-title")
@@ -58,3 +68,16 @@ def test_a_window_from_the_timeline_narrows_the_view_and_links_back(page: Page, 
                                                                      timeout=20_000)
     link = page.locator("#memory-cuda-links a", has_text="timeline")
     expect(link).to_have_attribute("href", f"/timeline?run={run_id}&window={start}-{end}")
+
+
+def test_a_snapshot_run_shows_frames_and_fragmentation(page: Page, server, tmp_path) -> None:
+    from dashboard.demo import torch_snapshot
+
+    path = torch_snapshot.write(tmp_path / "snapshot.pickle", steps=4)
+    run_id = RunStore(server.data_dir).ingest([path], name="cuda-snapshot")
+    page.goto(f"{server.url}/memory?run={run_id}")
+    expect(page.locator("#memory-cuda-cards")).to_contain_text("Fragmentation at the snapshot's end", timeout=20_000)
+    _settled(page)
+    page.locator("#memory-cuda-peak").click()
+    expect(page.locator("#memory-cuda-live tbody tr").first).to_contain_text(".py:", timeout=15_000)
+    expect(page.locator("#memory-cuda-ops")).to_contain_text("model/")

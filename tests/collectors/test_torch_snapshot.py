@@ -51,6 +51,7 @@ def test_curves_follow_the_actions_and_segments_give_the_blocks_at_the_end(tmp_p
     assert memory["bytes_delta"].to_list() == [0, 1024, 0, 3 * MIB, 0, -1024]
     assert memory["frame"].to_list()[1] == "model/net.py:42 forward"  # the C++ frame is skipped
     assert not memory["relative"].any() and set(memory["device"]) == {"cuda:0"}
+    assert memory["time_ns"].to_list()[0] == 1_700_000_000_000_003_000  # epoch µs kept exact in ns
     assert memory["time_ns"].is_sorted()
     segments = tables["memory_segments"].sort("addr")
     assert segments.select("segment_size", "size", "state").rows() == [
@@ -70,6 +71,17 @@ def test_a_trace_that_starts_late_gets_its_level_from_the_segments(tmp_path: Pat
     assert memory["action"].to_list() == ["alloc"]  # best fit in the first segment's free 12 MiB
     assert memory["allocated"].to_list() == [10 * MIB]
     assert memory["reserved"].to_list() == [20 * MIB]
+
+
+def test_entries_without_time_are_placed_in_order_and_counted(tmp_path: Path) -> None:
+    snapshot = demo.snapshot_of([_small_run()])
+    for entry in snapshot["device_traces"][0]:
+        del entry["time_us"]
+    path = _write(tmp_path / "old.pickle", snapshot)
+    result = COLLECTOR.collect([path], lambda fraction, message: None)
+    assert result.tables["device_memory"]["time_ns"].to_list() == [0, 1000, 2000, 3000, 4000, 5000]
+    assert result.warnings == [f"{path}: 6 trace entries without `time_us` (a PyTorch before 2.1): "
+                               "placed in recorded order, 1 µs apart"]
 
 
 def test_without_segments_the_curve_is_relative(tmp_path: Path) -> None:

@@ -70,6 +70,14 @@ def _ints(name: str, values: list[Any]) -> pl.Series:
     return pl.Series(name, values, dtype=pl.Int64, strict=False)
 
 
+def _time_ns(values: list[Any]) -> pl.Series:
+    """`time_us` in ns: integers (as PyTorch writes them) exactly, since a float64 would round epoch ns."""
+    try:
+        return pl.Series("time_ns", values, dtype=pl.Int64) * 1000
+    except (TypeError, OverflowError):
+        return (pl.Series("time_ns", values, dtype=pl.Float64, strict=False) * 1000).round(0).cast(pl.Int64)
+
+
 def entries_frame(number: int, first: int, entries: Sequence[dict[str, Any]], namer: FrameNamer) -> pl.DataFrame:
     """One batch of a trace list as columns; `first` is the batch's position in its list."""
     tops: dict[int, str | None] = {}  # per traceback list, valid while the batch holds its entries
@@ -89,7 +97,7 @@ def entries_frame(number: int, first: int, entries: Sequence[dict[str, Any]], na
         _ints("addr", [e.get("addr") for e in entries]),
         _ints("size", [e.get("size") for e in entries]),
         _ints("stream", [e.get("stream") for e in entries]),
-        pl.Series("time_us", [e.get("time_us") for e in entries], dtype=pl.Float64, strict=False),
+        _time_ns([e.get("time_us") for e in entries]),
         pl.Series("frame", frames, dtype=pl.String).cast(pl.Categorical),
     ])
 
@@ -135,13 +143,13 @@ def device_memory(parts: list[pl.DataFrame], devices: dict[int, int], segments: 
         pl.concat_str([pl.lit("cuda:"), pl.col("list").replace_strict(devices, default=None).cast(pl.String)])
         .alias("device"),
     )
-    untimed = int(trace.get_column("time_us").null_count())
+    untimed = int(trace.get_column("time_ns").null_count())
     if untimed:
         warnings.append(f"{untimed:,} trace entries without `time_us` (a PyTorch before 2.1): "
                         "placed in recorded order, 1 µs apart")
     size = pl.col("size").fill_null(0)
     trace = trace.with_columns(
-        pl.coalesce((pl.col("time_us") * 1000).round(0).cast(pl.Int64), pl.col("seq") * 1000).alias("time_ns"),
+        pl.coalesce(pl.col("time_ns"), pl.col("seq") * 1000).alias("time_ns"),
         (size * pl.col("action").cast(pl.String).replace_strict(_GROWS_ALLOCATED, default=0, return_dtype=pl.Int64))
         .alias("bytes_delta"),
         (size * pl.col("action").cast(pl.String).replace_strict(_GROWS_RESERVED, default=0, return_dtype=pl.Int64))
