@@ -141,7 +141,9 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "device": _STR,  # cuda:0, cpu
         "time_ns": _I64,  # run clock for traces; the snapshot's own clock (time_us x 1000) for snapshots
         "addr": _I64,
-        "bytes_delta": _I64,  # + on alloc / segment_alloc, - on free / segment_free, 0 for free_requested
+        # change of `allocated`: + on alloc, - on free (snapshots: free_completed); 0 for other actions
+        # (segment_alloc / segment_free change `reserved`)
+        "bytes_delta": _I64,
         # Bytes allocated on the device after the event: the allocator's own total, or (relative) the
         # running sum of bytes_delta from the trace start, when the source gives no totals.
         "allocated": _I64,
