@@ -137,6 +137,39 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "unpadded_bytes": _I64,
         "padded_bytes": _I64,
     },
+    # One allocator event on a device: a Kineto `[memory]` instant (profile_memory=True) or an
+    # action of a PyTorch allocator snapshot's trace (torch.cuda.memory._dump_snapshot).
+    "device_memory": {
+        "rank": _I32,
+        "device": _STR,  # cuda:0, cpu
+        "time_ns": _I64,  # run clock for traces; the snapshot's own clock (time_us x 1000) for snapshots
+        "addr": _I64,
+        # change of `allocated`: + on alloc, - on free (snapshots: free_completed); 0 for other actions
+        # (segment_alloc / segment_free change `reserved`)
+        "bytes_delta": _I64,
+        # Bytes allocated on the device after the event: the allocator's own total, or (relative) the
+        # running sum of bytes_delta from the trace start, when the source gives no totals.
+        "allocated": _I64,
+        "reserved": _I64,  # bytes held in segments after the event; null when the source does not say
+        "op": _STR,  # innermost CPU op open at the event on its thread (traces); null in snapshots
+        "relative": pl.Boolean,  # true: allocated counts from 0 at the trace start, memory held before is unknown
+        "action": _STR,  # alloc / free (traces); alloc / free_requested / free_completed / segment_alloc / ...
+        "stream": _I64,  # snapshots only
+        "frame": _STR,  # top Python frame (`file:line function`) of the allocating call; snapshots only
+    },
+    # A PyTorch allocator snapshot's segments, one row per block at the snapshot's end.
+    "memory_segments": {
+        "rank": _I32,
+        "device": _STR,
+        "segment_addr": _I64,
+        "segment_size": _I64,  # the cudaMalloc'd size
+        "addr": _I64,
+        "size": _I64,
+        "requested_size": _I64,
+        "state": _STR,  # allocated / free (inactive) / awaiting_free
+        "stream": _I64,
+        "frame": _STR,  # top Python frame of the allocation; null for free blocks
+    },
     # Operation metadata for the memory page's detail panel.
     "op_meta": {
         "rank": _I32,
@@ -283,6 +316,7 @@ EVIDENCE_TABLES: dict[str, tuple[str, ...]] = {
     "layers": ("ranges",),
     "stacks": ("stack",),
     "memory": ("op_memory",),
+    "cuda_memory": ("device_memory", "memory_segments"),
     "planner": ("ws_buffers", "ws_ops", "ws_channels", "dot_nodes"),
     "compiler": ("ir_steps",),
 }
@@ -292,6 +326,7 @@ EVIDENCE_LABELS: dict[str, str] = {
     "layers": "ops and layers",
     "stacks": "Python call stacks",
     "memory": "device memory per op",
+    "cuda_memory": "CUDA allocator memory over time",
     "planner": "warp-specialization planner",
     "compiler": "Triton compiler IR",
 }

@@ -36,8 +36,9 @@ How bad input is handled:
 * events that are not JSON objects: skipped and counted.
 * negative `dur`: dropped, counted. Exact duplicate events: kept once, counted.
 * unknown categories: kept as ranges under their own category name.
-* instants (`[memory]`), metadata (`M`) and launch flows carry nothing the
-  tables need and are ignored; the profiler span (`Trace`) too. What a file
+* `[memory]` instants (`profile_memory=True`) become `device_memory`
+  (`kineto_memory`); other instants, metadata (`M`) and launch flows carry
+  nothing the tables need and are ignored; the profiler span (`Trace`) too. What a file
   holds is counted per category (`kineto_census`): a file without kernels,
   interval categories the dashboard does not know (other accelerators' device
   activity) and ignored instants are named in warnings with their counts.
@@ -61,6 +62,7 @@ from dashboard.collectors.kineto_attribution import (
 )
 from dashboard.collectors.kineto_census import census_warnings
 from dashboard.collectors.kineto_decode import DecodedTrace, decode_file
+from dashboard.collectors.kineto_memory import device_memory_table
 from dashboard.collectors.kineto_parallel import decode_parallel
 from dashboard.collectors.kineto_ranges import annotate, prepare
 from dashboard.collectors.kineto_tables import assign_ranks, file_metadata, normalise
@@ -136,8 +138,12 @@ class KinetoCollector:
             tables["api_calls"] = api_table(frames["api"])
         if ranges.height:
             tables["ranges"] = ranges_table(ranges)
+        if frames["memory"].height:
+            memory, memory_warnings = device_memory_table(frames["memory"], ranges)
+            tables["device_memory"] = memory
+            warnings += [f"{', '.join(map(str, sources))}: {warning}" for warning in memory_warnings]
         if not any(frame.height for frame in tables.values()):
-            warnings.append(f"{', '.join(map(str, sources))}: no kernels, copies, ranges or API calls")
+            warnings.append(f"{', '.join(map(str, sources))}: no kernels, copies, ranges, API calls or memory events")
         progress(1.0, "done")
         return Collected(tables=tables, metadata=metadata, warnings=warnings)
 

@@ -7,6 +7,8 @@ categories the dashboard does not analyse (MTIA, HPU, other accelerators)
 is counted and named rather than passed over. The counts come from
 `DecodedTrace.categories`, which the decoder fills with one addition per
 (category, ph) group of a chunk, so taking the census costs nothing per event.
+`[memory]` instants are counted under their own key (`MEMORY_CATEGORY`):
+they become the `device_memory` table, so they are not reported as ignored.
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from dashboard.collectors.kineto_columns import API_CATEGORIES, FLOW_CATEGORIES, GPU_CATEGORIES, IGNORED_CATEGORIES
+from dashboard.collectors.kineto_columns import (
+    API_CATEGORIES,
+    FLOW_CATEGORIES,
+    GPU_CATEGORIES,
+    IGNORED_CATEGORIES,
+    MEMORY_CATEGORY,
+)
 
 # Interval categories the range passes know by name; any other becomes a range of its own category.
 KNOWN_RANGE_CATEGORIES = frozenset({"cpu_op", "user_annotation", "gpu_user_annotation", "python_function"})
@@ -31,12 +39,13 @@ CATEGORY_WORDS: dict[str, str] = {
     "cuda_runtime": "CUDA runtime calls",
     "cuda_driver": "CUDA driver calls",
     "Trace": "profiler spans",
+    MEMORY_CATEGORY: "memory events",
 }
 _SHOWN = 6  # categories named in one message; the rest are summed up
 
 
 def _words(category: str, ph: str) -> str:
-    if ph == "X":
+    if ph == "X" or category == MEMORY_CATEGORY:
         return CATEGORY_WORDS.get(category, f"{category} events" if category else "uncategorised events")
     kind = "instants" if ph in ("i", "I") else f"events of phase {ph!r}" if ph else "events without a phase"
     return f"{category} {kind}" if category else f"uncategorised {kind}"
@@ -76,7 +85,8 @@ def census_warnings(path: Path, categories: Mapping[str, int]) -> list[str]:
                         "(categories the dashboard does not know; kept as ranges of their own category)")
     ignored = {
         key: count for key, count in content.items()
-        if key[1] != "X" and key[0] not in FLOW_CATEGORIES  # flows are read for links, not as events
+        # flows are read for links, `[memory]` instants become device_memory
+        if key[1] != "X" and key[0] not in FLOW_CATEGORIES and key[0] != MEMORY_CATEGORY
     }
     if ignored:
         warnings.append(f"{path}: ignored {listing(ignored)} (not intervals)")

@@ -37,6 +37,11 @@ API_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver"})
 FLOW_CATEGORIES = frozenset({"ac2g", "fwdbwd", "async", "async_cpu_to_gpu"})
 # Instants and metadata carry no interval; the profiler span is not a range.
 IGNORED_CATEGORIES = frozenset({"cpu_instant_event", "Trace"})
+# `[memory]` instants: `cpu_instant_event` today, no `cat` at all in 2021 traces.
+MEMORY_CATEGORIES = frozenset({"cpu_instant_event", None})
+MEMORY_PHASES = frozenset({"i", "I"})
+MEMORY_NAME = "[memory]"
+MEMORY_CATEGORY = "[memory]"  # the census key memory instants are counted under
 _CONV_NAMES = frozenset(name for name in FLOP_OP_NAMES if "conv" in name)
 
 _DIGITS = r"(\d+)"
@@ -71,6 +76,12 @@ _ARG_GETTERS: dict[str, Callable[[Sequence[Any]], list[Any]]] = {
     "python_id": lambda args: [a.python_id for a in args],
     "module_hierarchy": lambda args: [a.module_hierarchy for a in args],
     "flops": lambda args: [a.flops for a in args],
+    "device_type": lambda args: [a.device_type for a in args],
+    "device_id": lambda args: [a.device_id for a in args],
+    "addr": lambda args: [a.addr for a in args],
+    "mem_bytes": lambda args: [a.mem_bytes for a in args],
+    "total_allocated": lambda args: [a.total_allocated for a in args],
+    "total_reserved": lambda args: [a.total_reserved for a in args],
 }
 _DIM3_GETTERS: dict[str, Callable[[Sequence[Any]], list[Any]]] = {
     "x": lambda dims: [d.x for d in dims],
@@ -332,3 +343,24 @@ def flow_frame(columns: RawColumns) -> pl.DataFrame:
             columns.real("ts"),
         ]
     )
+
+
+def memory_frame(columns: RawColumns) -> pl.DataFrame:
+    """`[memory]` instants of one instant group (other instants are left out): device, address, sizes."""
+    pid_key, _ = columns.ids("pid")
+    tid_key, _ = columns.ids("tid")
+    frame = pl.DataFrame(
+        [
+            columns.text("name"),
+            columns.real("ts"),
+            pid_key.alias("pid_key"),
+            tid_key.alias("tid_key"),
+            columns.integer("args.device_type"),
+            columns.integer("args.device_id"),
+            columns.integer("args.addr"),
+            columns.integer("args.mem_bytes"),
+            columns.integer("args.total_allocated"),
+            columns.integer("args.total_reserved"),
+        ]
+    )
+    return frame.filter(pl.col("name") == MEMORY_NAME).drop("name")

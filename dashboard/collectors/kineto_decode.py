@@ -39,11 +39,15 @@ from dashboard.collectors.kineto_columns import (
     FLOW_CATEGORIES,
     GPU_CATEGORIES,
     IGNORED_CATEGORIES,
+    MEMORY_CATEGORIES,
+    MEMORY_CATEGORY,
+    MEMORY_PHASES,
     RawColumns,
     api_frame,
     flow_frame,
     gpu_frame,
     group_events,
+    memory_frame,
     range_frame,
 )
 from dashboard.gc_pause import gc_paused
@@ -96,6 +100,13 @@ class _FastArgs(msgspec.Struct, frozen=True, gc=False):
     concrete_inputs: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Concrete Inputs")
     module_hierarchy: str | None = msgspec.field(default=None, name="Module Hierarchy")
     flops: float | None = None
+    # `[memory]` instants (profile_memory=True); `Bytes` is not the copies' `bytes`.
+    device_type: int | None = msgspec.field(default=None, name="Device Type")
+    device_id: int | None = msgspec.field(default=None, name="Device Id")
+    addr: int | None = msgspec.field(default=None, name="Addr")
+    mem_bytes: int | None = msgspec.field(default=None, name="Bytes")
+    total_allocated: int | None = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: int | None = msgspec.field(default=None, name="Total Reserved")
 
 
 class _FastEvent(msgspec.Struct, gc=False):
@@ -128,6 +139,12 @@ class _LenientArgs(msgspec.Struct, frozen=True, gc=False):
     concrete_inputs: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Concrete Inputs")
     module_hierarchy: Any = msgspec.field(default=None, name="Module Hierarchy")
     flops: Any = None
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
+    addr: Any = msgspec.field(default=None, name="Addr")
+    mem_bytes: Any = msgspec.field(default=None, name="Bytes")
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
 
 
 class _LenientEvent(msgspec.Struct, gc=False):
@@ -156,10 +173,10 @@ class DecodedTrace:
 
     path: Path
     top: dict[str, Any]
-    frames: dict[str, pl.DataFrame]  # "gpu", "api", "range", "flow"
+    frames: dict[str, pl.DataFrame]  # "gpu", "api", "range", "flow", "memory"
     events: int = 0
     lenient: bool = False
-    ignored: int = 0  # instants, metadata and flows other than fwdbwd
+    ignored: int = 0  # instants other than `[memory]`, metadata and flows other than fwdbwd
     problems: Counter[str] = field(default_factory=Counter)
     # Events per "category<TAB>ph" (category normalised, "" when absent): what the file holds.
     categories: Counter[str] = field(default_factory=Counter)
@@ -262,7 +279,19 @@ def frames_of_chunk(events: list[Any], trace: DecodedTrace, parts: dict[str, lis
             else:
                 trace.ignored += len(group)
             continue
-        # Instants (`[memory]`), metadata (`M`) and the profiler span carry no
+        if ph in MEMORY_PHASES and category in MEMORY_CATEGORIES:
+            memory = memory_frame(RawColumns(group, lenient, trace.problems))
+            if memory.height:
+                parts["memory"].append(memory)
+                # Counted apart from the other instants, which stay ignored (see kineto_census).
+                key = f"{category or ''}\t{ph or ''}"
+                trace.categories[key] -= memory.height
+                if trace.categories[key] == 0:
+                    del trace.categories[key]
+                trace.categories[f"{MEMORY_CATEGORY}\t{ph}"] += memory.height
+            trace.ignored += len(group) - memory.height
+            continue
+        # Other instants, metadata (`M`) and the profiler span carry no
         # interval the tables need.
         if ph != "X" or category in IGNORED_CATEGORIES:
             trace.ignored += len(group)
@@ -350,7 +379,7 @@ def _decode_events(
     events: memoryview, trace: DecodedTrace, progress: Callable[[float], None]
 ) -> dict[str, list[pl.DataFrame]]:
     for chunker in (_chunks_by_boundary, _chunks_exact):
-        parts: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "range": [], "flow": []}
+        parts: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "range": [], "flow": [], "memory": []}
         trace.events = trace.ignored = 0
         trace.problems.clear()
         trace.categories.clear()

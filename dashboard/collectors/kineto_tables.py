@@ -30,7 +30,7 @@ MAX_RANK = 2**31 - 1
 MAX_US = 3e15
 MAX_BASE_NS = 3 * 10**18
 
-KINDS = ("gpu", "api", "range", "flow")
+KINDS = ("gpu", "api", "range", "flow", "memory")
 
 
 @dataclass
@@ -138,14 +138,16 @@ def _drop_exact_duplicates(frame: pl.DataFrame, probe: str) -> tuple[pl.DataFram
 def _clean(frame: pl.DataFrame, kind: str, path: Path, base: int, warnings: list[str]) -> pl.DataFrame:
     if frame.height == 0:
         return frame
-    what = {"gpu": "GPU events", "api": "runtime calls", "range": "ranges", "flow": "flow events"}[kind]
-    required = ["ts"] if kind == "flow" else ["name", "ts", "dur"]
+    what = {"gpu": "GPU events", "api": "runtime calls", "range": "ranges", "flow": "flow events",
+            "memory": "memory events"}[kind]
+    instant = kind in ("flow", "memory")
+    required = ["ts"] if instant else ["name", "ts", "dur"]
     missing = frame.select(pl.any_horizontal(pl.col(c).is_null() for c in required)).to_series()
     if missing.any():
         count = int(missing.sum())
         warnings.append(f"{path}: skipped {count} {what} without {', '.join(f'`{c}`' for c in required)}")
         frame = frame.filter(~missing)
-    timed = ["ts"] if kind == "flow" else ["ts", "dur"]
+    timed = ["ts"] if instant else ["ts", "dur"]
     unusable = frame.select(
         pl.any_horizontal(~pl.col(c).is_finite() | (pl.col(c).abs() > MAX_US) for c in timed)
     ).to_series()
@@ -154,11 +156,14 @@ def _clean(frame: pl.DataFrame, kind: str, path: Path, base: int, warnings: list
         warnings.append(f"{path}: dropped {int(unusable.sum())} {what} whose {fields} is not a usable time "
                         "(not finite, or beyond ±95 years)")
         frame = frame.filter(~unusable)
-    if kind != "flow":
+    if not instant:
         negative = frame.get_column("dur") < 0
         if negative.any():
             warnings.append(f"{path}: dropped {int(negative.sum())} {what} with a negative `dur`")
             frame = frame.filter(~negative)
+    if kind == "memory":
+        # No duplicate removal: an alloc, free and alloc of one address within a µs are three real events.
+        return frame.with_columns(_ns("ts", base).alias("start_ns")).drop("ts")
     frame, removed = _drop_exact_duplicates(frame, "correlation" if kind in ("gpu", "api") else "ts")
     if removed:
         warnings.append(f"{path}: removed {removed} exact duplicate {what}")

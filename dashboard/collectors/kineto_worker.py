@@ -30,7 +30,7 @@ from dashboard.collectors.kineto_decode import DecodedTrace, decode_chunk, event
 from dashboard.gc_pause import gc_paused
 
 CUT_FAILED = 3
-KINDS = ("gpu", "api", "range", "flow")
+KINDS = ("gpu", "api", "range", "flow", "memory")
 _OPEN, _CLOSE = ord("["), ord("]")
 
 

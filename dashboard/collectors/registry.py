@@ -42,6 +42,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "dashboard.collectors.triton_ir",
     "dashboard.collectors.triton_ws",
     "dashboard.collectors.kineto",
+    "dashboard.collectors.torch_snapshot",
 )
 
 _extra: list[Collector] = []

@@ -32,6 +32,8 @@ class TraceTruth:
     kernels_by_pass: Counter[str] = field(default_factory=Counter)
     kernels_by_layer: Counter[tuple[str | None, str]] = field(default_factory=Counter)  # (layer, pass)
     flops_by_pass: Counter[str] = field(default_factory=Counter)  # FLOPs of ops that launch kernels
+    memory_events: int = 0  # `[memory]` instants (profile_memory=True), the one in the metadata included
+    memory_peak: int = 0  # highest `Total Allocated` written
 
 
 @dataclass
@@ -64,6 +66,9 @@ class TraceWriter:
         self.phase = "forward"
         self.nodes: list[BackwardNode] = []
         self.node_layer: str | None = None  # while a backward node runs: its forward op's layer
+        # CUDA caching-allocator state for `[memory]` instants: live (addr, bytes) of this step.
+        self.allocated, self.reserved, self.next_addr = 65536, 2 * 1024 * 1024, 0x7F00_0000_0000
+        self.live: list[tuple[int, int]] = []
 
     def next(self, kind: str) -> int:
         self.ids[kind] += 1
@@ -145,6 +150,29 @@ class TraceWriter:
         self.truth.flops_by_pass[self.phase] += flops
         layer = self.node_layer if self.phase == "backward" else (self.layers[-1] if self.layers else None)
         self.truth.kernels_by_layer[(layer, self.phase)] += 1
+        if self.phase == "forward" and stream == COMPUTE_STREAM:  # each forward kernel's output stays alive
+            self.memory(tid, self.rng.choice((1, 2, 4)) * 1024 * 1024)
+
+    def memory(self, tid: int, nbytes: int, addr: int | None = None) -> None:
+        """One `[memory]` instant on `tid`: an allocation (a new address) or, with `addr`, its free."""
+        if addr is None:
+            addr, self.next_addr = self.next_addr, self.next_addr + nbytes
+            self.live.append((addr, nbytes))
+        self.allocated += nbytes
+        block = 20 * 1024 * 1024  # the allocator reserves in whole segments and keeps them
+        self.reserved = max(self.reserved, -(-self.allocated // block) * block)
+        self.events.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": self.pid,
+                            "tid": tid, "ts": self.advance(tid, 0.05, 0.2), "args": {
+                                "Device Type": 1, "Device Id": self.device, "Addr": addr, "Bytes": nbytes,
+                                "Total Allocated": self.allocated, "Total Reserved": self.reserved}})
+        self.truth.memory_events += 1
+        self.truth.memory_peak = max(self.truth.memory_peak, self.allocated)
+
+    def free_all(self, tid: int) -> None:
+        """Free this step's activations, last allocated first."""
+        while self.live:
+            addr, nbytes = self.live.pop()
+            self.memory(tid, -nbytes, addr)
 
     def launch_all(self, tid: int, kernels: list[tuple[str, float]], flops: float) -> None:
         for kernel, micros in kernels:

@@ -207,6 +207,7 @@ def _step(trace: TraceWriter, step: int) -> None:
         with trace.op(main, "aten::item"), trace.op(main, "aten::_local_scalar_dense"):
             trace.copy(main, "DtoH", "Device", "Pageable", 4, 0.004)
             trace.sync(main)
+        trace.free_all(main)  # activations die with the step
     gpu_end = max(trace.gpu.values())
     trace._x("gpu_user_annotation", f"ProfilerStep#{step}", trace.device, COMPUTE_STREAM, round(gpu_start + 0.5, 3),
              gpu_end - gpu_start - 1.0, {"External id": trace.next("ext")})
@@ -236,6 +237,7 @@ def _metadata(trace: TraceWriter) -> list[dict[str, Any]]:
 def build_trace(rank: int, world_size: int = 2) -> tuple[dict[str, Any], TraceTruth]:
     """The trace document of one rank and what it holds."""
     trace = TraceWriter(rank)
+    trace.truth.memory_events, trace.truth.memory_peak = 1, trace.allocated  # the instant in the metadata
     for step in range(STEPS):
         _step(trace, 10 + step)
     device = {"name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85_100_000_000, "computeMajor": 8, "computeMinor": 0,

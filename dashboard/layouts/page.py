@@ -36,6 +36,12 @@ HOW_TO_GET: dict[str, list[Any]] = {
         html.Code("python -m dashboard.app ingest logs/mochi_20260122_143957"),
         ".",
     ],
+    "cuda_memory": [
+        "Profile with torch.profiler(profile_memory=True) and ingest the trace, or ingest an allocator "
+        "snapshot: ",
+        html.Code("torch.cuda.memory._record_memory_history(); …; torch.cuda.memory._dump_snapshot('s.pickle')"),
+        ".",
+    ],
     "planner": [
         "Ingest a TRITON_DUMP_WS_GRAPHS folder, a Triton debug log holding the planner's DOT blocks, "
         "or any DOT file: ",

@@ -1,5 +1,8 @@
 """`/memory`: Device memory per operation: DRAM, L1, L1_SMALL, TRACE.
 
+Runs with CUDA allocator memory (and no Tenstorrent memory) get the view of
+`memory_cuda` instead, with its own URL state.
+
 URL state: run, rank, ops (`a-b`: a brushed op range; filters the table,
 statistics and growth bars), op (the clicked op: its detail and a line on every
 track), optype (comma-separated op types: highlighted on every track, filter the
@@ -20,7 +23,10 @@ from dashboard.analysis import memory_view as view
 from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import url_state_store
-from dashboard.pages import memory_callbacks  # noqa: F401  (registers the page's callbacks)
+from dashboard.pages import (
+    memory_callbacks,  # noqa: F401  (registers the page's callbacks)
+    memory_cuda,
+)
 from dashboard.pages.memory_parts import (
     CURVES_ID,
     GROWTH_ID,
@@ -73,6 +79,9 @@ def _rank(value: Any, ranks: tuple[int, ...]) -> int:
 
 
 def layout(run: str | None = None, rank: str | None = None, **query: Any) -> html.Div:
+    cuda = memory_cuda.cuda_run(run)  # CUDA allocator memory: its own view, picked by the run's evidence
+    if cuda is not None:
+        return memory_cuda.layout(cuda, rank, query)
     chosen, notice = resolve_run(run, EVIDENCE, PATH)
     header = page_header("Memory", chosen, "Device memory per operation: DRAM, L1, L1_SMALL, TRACE")
     if chosen is None:

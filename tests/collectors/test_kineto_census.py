@@ -57,12 +57,24 @@ def test_another_accelerators_device_events_are_counted_and_named(tmp_path: Path
 
 
 def test_ignored_instants_are_counted_per_category(tmp_path: Path) -> None:
-    instants = [{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 50, "tid": 50, "ts": 3 + i,
-                 "s": "t", "args": {"Bytes": 64}} for i in range(2)]
-    legacy = [{"ph": "i", "name": "[memory]", "pid": 50, "tid": 50, "ts": 4, "s": "t"}]
-    path = write(tmp_path / "t.json", [*_metadata(), *_ops(1), *launch(1, 1, 5, 2, ext=0), *instants, *legacy])
+    # `[memory]` instants become device_memory and are no longer reported ignored; other instants are.
+    memory = [{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 50, "tid": 50, "ts": 3 + i,
+               "s": "t", "args": {"Device Type": 1, "Device Id": 0, "Bytes": 64}} for i in range(2)]
+    legacy = [{"ph": "i", "name": "[memory]", "pid": 50, "tid": 50, "ts": 4, "s": "t",
+               "args": {"Device Type": 1, "Device Id": 0, "Bytes": -64}}]
+    others = [{"ph": "i", "cat": "cpu_instant_event", "name": "Iteration Start: PyTorch Profiler", "pid": 50,
+               "tid": 50, "ts": 2, "s": "g"}, {"ph": "i", "name": "Record Window End", "pid": 50, "tid": 50, "ts": 9}]
+    path = write(tmp_path / "t.json", [*_metadata(), *_ops(1), *launch(1, 1, 5, 2, ext=0), *memory, *legacy, *others])
     run = registry.collect([path])
-    assert run.warnings == [f"{path}: ignored 2 cpu_instant_event instants, 1 uncategorised instants (not intervals)"]
+    assert run.warnings == [f"{path}: ignored 1 uncategorised instants, 1 cpu_instant_event instants (not intervals)"]
+    assert run.tables["device_memory"].height == 3
+
+
+def test_memory_instants_alone_are_named_in_the_no_kernels_warning(tmp_path: Path) -> None:
+    memory = [{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 50, "tid": 50, "ts": 3,
+               "s": "t", "args": {"Device Type": 1, "Device Id": 0, "Bytes": 64}}]
+    path = write(tmp_path / "t.json", [*_metadata(), *_ops(1), *memory])
+    assert registry.collect([path]).warnings == [f"{path}: no GPU kernels (1 memory events, 1 CPU ops)"]
 
 
 def test_a_kernel_trace_gets_no_census_warning(tmp_path: Path) -> None:

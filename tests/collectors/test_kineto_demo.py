@@ -119,7 +119,7 @@ def test_demo_folder_goes_through_the_registry(demo) -> None:
     paths, _ = demo
     run = registry.collect([paths[0].parent])
     assert run.collectors == ["kineto"]
-    assert set(run.tables) == {"kernels", "memcpy", "ranges", "api_calls"}
+    assert set(run.tables) == {"kernels", "memcpy", "ranges", "api_calls", "device_memory"}
     assert run.tables["kernels"]["rank"].unique().sort().to_list() == [0, 1]
-    # Each rank's one `[memory]` instant is not read, and the run says so.
-    assert run.warnings == [f"{path}: ignored 1 cpu_instant_event instants (not intervals)" for path in sorted(paths)]
+    # `[memory]` instants are read (device_memory): nothing is ignored.
+    assert run.warnings == []

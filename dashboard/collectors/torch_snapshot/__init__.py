@@ -1,0 +1,125 @@
+"""PyTorch CUDA allocator snapshots (`torch.cuda.memory._dump_snapshot`, `.pickle`).
+
+A snapshot holds `segments` (the cudaMalloc'd segments at the moment of the
+dump, each with its `blocks`: size, state, the traceback that allocated it)
+and `device_traces` (per device, the allocator's recent actions: `alloc`,
+`free_requested`, `free_completed`, `segment_alloc`, `segment_free`, `oom`,
+`snapshot`, with address, size, stream, `time_us` and traceback), written
+when `torch.cuda.memory._record_memory_history()` was on. Format reference:
+PyTorch's `torch/cuda/memory.py` (`_snapshot`) and `torch/cuda/_memory_viz.py`.
+
+Tables: `device_memory` (one row per trace action, curves rebuilt as in
+`tables`) and `memory_segments` (one row per block at the end). Rank comes
+from the file name (`rank-3`), else the file's position.
+
+How bad input is handled: the pickle is never allowed to import or call
+anything (`unpickle`): such a file, a truncated or corrupt pickle, or a
+pickle that is not a snapshot is one IngestError line. Snapshots above
+`STREAM_ABOVE_BYTES` are read by the streaming loader, a batch of trace
+entries at a time, so a 2 GB snapshot does not need its whole object graph
+in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, is_gzip, open_source
+from dashboard.collectors.kineto_tables import rank_from_name
+from dashboard.collectors.torch_snapshot.tables import FrameNamer, device_memory, entries_frame, segments_frame
+from dashboard.collectors.torch_snapshot.unpickle import STREAM_ABOVE_BYTES, RefusedPickle, load_streaming, load_whole
+
+BATCH = 100_000
+_PROTOCOLS = frozenset(range(2, 6))
+
+
+def _load(path: Path, streaming: bool) -> tuple[Any, list[pl.DataFrame], dict[int, int], FrameNamer]:
+    """(snapshot with its trace lists emptied, trace batches as frames, id(list) -> number, frame namer)."""
+    namer = FrameNamer()
+    parts: list[pl.DataFrame] = []
+    counts: dict[int, int] = {}
+
+    def on_entries(number: int, entries: list[dict[str, Any]]) -> None:
+        parts.append(entries_frame(number, counts.get(number, 0), entries, namer))
+        counts[number] = counts.get(number, 0) + len(entries)
+
+    try:
+        with open_source(path) as handle:
+            if streaming:
+                snapshot, numbers = load_streaming(handle, on_entries, BATCH)
+                return snapshot, parts, numbers, namer
+            snapshot = load_whole(handle)
+    except RefusedPickle as exc:
+        raise IngestError(path, str(exc)) from None
+    except EOFError:
+        raise IngestError(path, "truncated pickle: the file ends before the snapshot does") from None
+    except (pickle.UnpicklingError, ValueError, KeyError, IndexError, TypeError, AttributeError,
+            OverflowError, UnicodeDecodeError) as exc:
+        if "truncated" in str(exc):
+            raise IngestError(path, "truncated pickle: the file ends before the snapshot does") from None
+        raise IngestError(path, f"corrupt pickle ({type(exc).__name__}: {str(exc)[:120]})") from None
+    numbers = {}
+    traces = snapshot.get("device_traces") if isinstance(snapshot, dict) else None
+    for index, trace in enumerate(traces if isinstance(traces, list) else []):
+        if isinstance(trace, list):
+            numbers[id(trace)] = index
+            for first in range(0, len(trace), BATCH):
+                on_entries(index, trace[first:first + BATCH])
+            trace.clear()  # the objects of this device are no longer needed
+    return snapshot, parts, numbers, namer
+
+
+class TorchSnapshotCollector:
+    name = "torch_snapshot"
+    description = "PyTorch CUDA allocator snapshot (torch.cuda.memory._dump_snapshot .pickle)"
+
+    def sniff(self, probe: Probe) -> bool:
+        head = probe.head
+        if len(head) < 2 or head[0] != pickle.PROTO[0] or head[1] not in _PROTOCOLS:
+            return False
+        return b"segments" in head[:4096] or b"device_traces" in head
+
+    def collect(self, sources: Sequence[Path], progress: ProgressFn) -> Collected:
+        sources = [Path(source) for source in sources]
+        if not sources:
+            raise IngestError("(no files)", "no allocator snapshots were given")
+        memory: list[pl.DataFrame] = []
+        segments: list[pl.DataFrame] = []
+        warnings: list[str] = []
+        files: list[dict[str, Any]] = []
+        for index, path in enumerate(sources):
+            progress(index / len(sources), f"reading {path.name}")
+            rank = rank_from_name(path)
+            rank = index if rank is None else rank
+            size = os.path.getsize(path) * (4 if is_gzip(path) else 1)  # gzip: about 4x smaller
+            snapshot, parts, numbers, namer = _load(path, streaming=size > STREAM_ABOVE_BYTES)
+            if not isinstance(snapshot, dict) or not ({"segments", "device_traces"} & snapshot.keys()):
+                kind = type(snapshot).__name__
+                raise IngestError(path, f"not an allocator snapshot: a pickled {kind} without `segments` or "
+                                        "`device_traces`")
+            blocks = segments_frame(snapshot.get("segments"), namer, rank)
+            traces = snapshot.get("device_traces")
+            devices = {numbers[id(trace)]: position for position, trace in enumerate(traces or [])
+                       if id(trace) in numbers}
+            del snapshot, traces
+            table, found = device_memory(parts, devices, blocks, rank)
+            warnings += [f"{path}: {warning}" for warning in found]
+            if table.height == 0:
+                warnings.append(f"{path}: no allocator trace (record it with "
+                                "torch.cuda.memory._record_memory_history() before the snapshot)")
+            memory.append(table)
+            segments.append(blocks)
+            files.append({"path": str(path), "rank": rank, "trace_entries": table.height, "blocks": blocks.height})
+        progress(1.0, "done")
+        tables = {"device_memory": pl.concat(memory), "memory_segments": pl.concat(segments)}
+        return Collected(tables={k: v for k, v in tables.items() if v.height}, metadata={"files": files},
+                         warnings=warnings)
+
+
+COLLECTOR = TorchSnapshotCollector()

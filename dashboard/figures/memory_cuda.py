@@ -1,0 +1,70 @@
+"""Figures of CUDA allocator memory: allocated / reserved over time per device, and slack.
+
+x is milliseconds since the run's first memory event; every point carries
+`customdata` = its exact time in ns since that event (run-clock ns exceed the
+2^53 a browser number holds exactly), which a click reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import polars as pl
+from plotly.subplots import make_subplots
+
+from dashboard.analysis.cuda_memory import Peak
+from dashboard.analysis.units import bytes_unit_for, format_bytes
+from dashboard.figures.theme import TEMPLATE, colour_for, empty_figure
+
+_MS = 1e6
+_AT_COLOUR = "#D55E00"
+
+
+def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | None, at_ns: int | None,
+                  relative: bool, window: tuple[int, int] | None) -> go.Figure:
+    """Allocated (solid) and reserved (dotted) per device on top; slack (reserved − allocated) below."""
+    if not any(frame.height for frame in curves.values()):
+        return empty_figure("No memory events in this window")
+    highest = max(float(frame.select(pl.max_horizontal("allocated", "reserved")).max().item() or 0)
+                  for frame in curves.values() if frame.height)
+    divisor, unit = bytes_unit_for(highest)
+    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28], vertical_spacing=0.06)
+    for device, frame in curves.items():
+        if frame.height == 0:
+            continue
+        x = (frame["time_ns"].to_numpy() - origin_ns) / _MS
+        custom = frame["time_ns"].to_numpy() - origin_ns
+        colour = colour_for(device)
+        allocated = frame["allocated"].to_numpy() / divisor
+        figure.add_trace(go.Scattergl(
+            x=x, y=allocated, customdata=custom, mode="lines", line={"shape": "hv", "color": colour, "width": 2},
+            name=f"{device} allocated", legendgroup=device,
+            hovertemplate=f"{device} allocated %{{y:.4g}} {unit}<br>%{{x:.3f}} ms<extra></extra>"), row=1, col=1)
+        if frame["reserved"].null_count() < frame.height:
+            reserved = frame["reserved"].to_numpy().astype(float) / divisor
+            figure.add_trace(go.Scattergl(
+                x=x, y=reserved, customdata=custom, mode="lines", name=f"{device} reserved", legendgroup=device,
+                line={"shape": "hv", "color": colour, "width": 1, "dash": "dot"},
+                hovertemplate=f"{device} reserved %{{y:.4g}} {unit}<br>%{{x:.3f}} ms<extra></extra>"), row=1, col=1)
+            figure.add_trace(go.Scattergl(
+                x=x, y=reserved - allocated, customdata=custom, mode="lines", name=f"{device} slack",
+                legendgroup=device, showlegend=False, line={"shape": "hv", "color": colour, "width": 1},
+                hovertemplate=f"{device} slack %{{y:.4g}} {unit}<br>%{{x:.3f}} ms<extra></extra>"), row=2, col=1)
+    if peak is not None:
+        figure.add_trace(go.Scatter(
+            x=[(peak.time_ns - origin_ns) / _MS], y=[peak.allocated / divisor],
+            customdata=np.array([peak.time_ns - origin_ns]),
+            mode="markers", marker={"symbol": "star", "size": 14, "color": _AT_COLOUR}, name="peak",
+            hovertemplate=f"peak {format_bytes(peak.allocated)}<br>%{{x:.3f}} ms<extra></extra>"), row=1, col=1)
+    if at_ns is not None:
+        figure.add_vline(x=(at_ns - origin_ns) / _MS, line={"color": _AT_COLOUR, "width": 1, "dash": "dash"})
+    base = " (from 0 at the trace start: the trace has no allocator totals)" if relative else ""
+    figure.update_layout(template=TEMPLATE, height=460, margin={"l": 70, "r": 20, "t": 30, "b": 40},
+                         legend={"orientation": "h", "y": 1.08}, hovermode="closest", dragmode="zoom",
+                         uirevision="memory-cuda")
+    figure.update_yaxes(title_text=f"memory ({unit}){base}", row=1, col=1, rangemode="tozero")
+    figure.update_yaxes(title_text=f"slack ({unit})", row=2, col=1, rangemode="tozero")
+    figure.update_xaxes(title_text="time since the first memory event (ms)", row=2, col=1)
+    if window is not None:
+        figure.update_xaxes(range=[(window[0] - origin_ns) / _MS, (window[1] - origin_ns) / _MS])
+    return figure

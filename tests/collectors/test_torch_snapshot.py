@@ -1,0 +1,161 @@
+"""PyTorch allocator snapshots: curves, segments, the streaming loader, and pickles that would run code."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from dashboard.collectors import registry
+from dashboard.collectors import torch_snapshot as collector_module
+from dashboard.collectors.base import IngestError
+from dashboard.collectors.torch_snapshot import COLLECTOR
+from dashboard.collectors.torch_snapshot import unpickle as loader
+from dashboard.demo import torch_snapshot as demo
+
+MIB = demo.MIB
+USER = {"filename": "/home/me/model/net.py", "line": 42, "name": "forward"}
+CPP = {"filename": "/pytorch/c10/cuda/CUDACachingAllocator.cpp", "line": 9, "name": "malloc"}
+
+
+def _write(path: Path, snapshot: Any, gz: bool = False) -> Path:
+    data = pickle.dumps(snapshot)
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def _collect(path: Path) -> dict[str, pl.DataFrame]:
+    return COLLECTOR.collect([path], lambda fraction, message: None).tables
+
+
+def _small_run() -> demo.SnapshotBuilder:
+    builder = demo.SnapshotBuilder()
+    first = builder.alloc(1000, [CPP, USER])  # rounds to 1,024 in a new 2 MiB segment
+    builder.alloc(3 * MIB, [USER])  # a new 20 MiB segment, split
+    builder.free(first)
+    return builder
+
+
+def test_curves_follow_the_actions_and_segments_give_the_blocks_at_the_end(tmp_path: Path) -> None:
+    tables = _collect(_write(tmp_path / "snap.pickle", demo.snapshot_of([_small_run()])))
+    memory = tables["device_memory"]
+    assert memory["action"].to_list() == ["segment_alloc", "alloc", "segment_alloc", "alloc", "free_requested",
+                                          "free_completed"]
+    assert memory["allocated"].to_list() == [0, 1024, 1024, 1024 + 3 * MIB, 1024 + 3 * MIB, 3 * MIB]
+    assert memory["reserved"].to_list() == [2 * MIB] * 2 + [22 * MIB] * 4
+    assert memory["bytes_delta"].to_list() == [0, 1024, 0, 3 * MIB, 0, -1024]
+    assert memory["frame"].to_list()[1] == "model/net.py:42 forward"  # the C++ frame is skipped
+    assert not memory["relative"].any() and set(memory["device"]) == {"cuda:0"}
+    assert memory["time_ns"].to_list()[0] == 1_700_000_000_000_003_000  # epoch µs kept exact in ns
+    assert memory["time_ns"].is_sorted()
+    segments = tables["memory_segments"].sort("addr")
+    assert segments.select("segment_size", "size", "state").rows() == [
+        (2 * MIB, 2 * MIB, "free"), (20 * MIB, 3 * MIB, "allocated"), (20 * MIB, 17 * MIB, "free")]
+    assert segments["frame"].to_list() == [None, "model/net.py:42 forward", None]
+
+
+def test_a_trace_that_starts_late_gets_its_level_from_the_segments(tmp_path: Path) -> None:
+    # The ring buffer lost the first allocation: 8 MiB were held before the first entry it kept.
+    builder = demo.SnapshotBuilder()
+    builder.alloc(8 * MIB, [USER])
+    kept = len(builder.trace)
+    builder.alloc(2 * MIB, [USER])
+    snapshot = demo.snapshot_of([builder])
+    snapshot["device_traces"][0] = snapshot["device_traces"][0][kept:]
+    memory = _collect(_write(tmp_path / "late.pickle", snapshot))["device_memory"]
+    assert memory["action"].to_list() == ["alloc"]  # best fit in the first segment's free 12 MiB
+    assert memory["allocated"].to_list() == [10 * MIB]
+    assert memory["reserved"].to_list() == [20 * MIB]
+
+
+def test_entries_without_time_are_placed_in_order_and_counted(tmp_path: Path) -> None:
+    snapshot = demo.snapshot_of([_small_run()])
+    for entry in snapshot["device_traces"][0]:
+        del entry["time_us"]
+    path = _write(tmp_path / "old.pickle", snapshot)
+    result = COLLECTOR.collect([path], lambda fraction, message: None)
+    assert result.tables["device_memory"]["time_ns"].to_list() == [0, 1000, 2000, 3000, 4000, 5000]
+    assert result.warnings == [f"{path}: 6 trace entries without `time_us` (a PyTorch before 2.1): "
+                               "placed in recorded order, 1 µs apart"]
+
+
+def test_without_segments_the_curve_is_relative(tmp_path: Path) -> None:
+    snapshot = demo.snapshot_of([_small_run()])
+    snapshot["segments"] = []
+    memory = _collect(_write(tmp_path / "bare.pickle", snapshot))["device_memory"]
+    assert memory["relative"].all() and memory["reserved"].null_count() == memory.height
+    assert memory["allocated"].to_list() == [0, 1024, 1024, 1024 + 3 * MIB, 1024 + 3 * MIB, 3 * MIB]
+
+
+def test_streaming_loader_gives_the_same_tables_in_bounded_batches(tmp_path: Path, monkeypatch) -> None:
+    path = demo.write(tmp_path / "train.pickle", steps=14, devices=2)  # > 1,000 entries per device
+    whole = _collect(path)
+    batches: list[int] = []
+    original = loader.load_streaming
+
+    def small_batches(handle: Any, on_entries: Any, batch: int) -> Any:
+        def counting(number: int, entries: list) -> None:
+            batches.append(len(entries))
+            on_entries(number, entries)
+        return original(handle, counting, 7)
+
+    monkeypatch.setattr(collector_module, "STREAM_ABOVE_BYTES", 0)
+    monkeypatch.setattr(collector_module, "load_streaming", small_batches)
+    streamed = _collect(path)
+    # The pickler appends 1,000 entries at a time: a batch is handed over at the first append past 7.
+    assert len(batches) == 4 and max(batches) == 1000 and sum(batches) == whole["device_memory"].height
+    for table in ("device_memory", "memory_segments"):
+        assert streamed[table].equals(whole[table])
+
+
+def test_streaming_loader_forgets_entries_it_handed_over(tmp_path: Path) -> None:
+    path = demo.write(tmp_path / "train.pickle", steps=14)
+    seen: list[int] = []
+    with open(path, "rb") as handle:
+        unpickler = loader._StreamingUnpickler(handle, lambda n, entries: seen.append(len(entries)), 10)
+        snapshot = unpickler.load()
+    tail = snapshot["device_traces"][0]
+    assert len(seen) == 2 and max(seen) == 1000 and len(tail) < 10  # a shorter tail is handed over by load_streaming
+    memo_entries = [value for value in unpickler.memo.values() if loader.is_trace_entry(value)]
+    assert len(memo_entries) == len(tail)
+
+
+class _RunsCode:
+    def __reduce__(self) -> tuple:
+        return (os.system, ("touch /tmp/cudamem-should-not-exist",))
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_pickle_that_would_run_code_is_refused_in_one_line(tmp_path: Path, monkeypatch, streaming: bool) -> None:
+    marker = Path("/tmp/cudamem-should-not-exist")
+    marker.unlink(missing_ok=True)
+    path = _write(tmp_path / "evil.pickle", {"segments": [], "device_traces": [[_RunsCode()]]})
+    if streaming:
+        monkeypatch.setattr(collector_module, "STREAM_ABOVE_BYTES", 0)
+    with pytest.raises(IngestError) as caught:
+        _collect(path)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{path}: the pickle asks to import `posix.system`")
+    assert not marker.exists()
+
+
+def test_truncated_and_foreign_pickles_are_one_line_errors(tmp_path: Path) -> None:
+    data = pickle.dumps(demo.snapshot_of([_small_run()]))
+    truncated = tmp_path / "cut.pickle"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(IngestError, match="truncated pickle"):
+        _collect(truncated)
+    with pytest.raises(IngestError, match="not an allocator snapshot: a pickled list"):
+        _collect(_write(tmp_path / "list.pickle", [{"segments": 1}]))
+
+
+def test_registry_recognises_a_gzipped_snapshot(tmp_path: Path) -> None:
+    path = _write(tmp_path / "snap.pickle.gz", demo.snapshot_of([_small_run()]), gz=True)
+    run = registry.collect([path])
+    assert run.collectors == ["torch_snapshot"]
+    assert run.tables["device_memory"].height == 6
