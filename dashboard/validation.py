@@ -30,9 +30,14 @@ TEN_YEARS_NS = int(10 * 365.25 * 24 * 3600 * 1_000_000_000)
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 # Sizes that are a row's detail, not its substance: a negative one is cleared (null) and counted.
-DETAIL_SIZE_COLUMNS = ("shared_memory", "unpadded_bytes", "padded_bytes", "total_per_bank", "allocated_per_bank",
-                       "free_per_bank", "largest_free_per_bank", "total", "allocated", "free", "largest_free",
-                       "reserved", "size")
+# Per table: device_memory's `allocated` may be negative by design (a relative running sum from the
+# trace's start, which can open with frees), so it is not listed.
+DETAIL_SIZE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "kernels": ("shared_memory",),
+    "op_memory": ("total_per_bank", "allocated_per_bank", "free_per_bank", "largest_free_per_bank", "total",
+                  "allocated", "free", "largest_free", "unpadded_bytes", "padded_bytes"),
+    "memory_segments": ("size",),
+}
 
 # (singular, plural) of what one row of a table is.
 ROW_NOUNS: dict[str, tuple[str, str]] = {
@@ -128,7 +133,7 @@ def drop_impossible_rows(
 
 
 def _clear_negative_sizes(frame: pl.DataFrame, table: str, source: str) -> tuple[pl.DataFrame, list[str]]:
-    sizes = [c for c in DETAIL_SIZE_COLUMNS if c in frame.columns and frame.schema[c].is_numeric()]
+    sizes = [c for c in DETAIL_SIZE_COLUMNS.get(table, ()) if c in frame.columns and frame.schema[c].is_numeric()]
     if not sizes or frame.height == 0:
         return frame, []
     counts = frame.select([(pl.col(c) < 0).fill_null(False).sum().alias(c) for c in sizes]).row(0)
