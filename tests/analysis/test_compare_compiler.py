@@ -19,18 +19,10 @@ from dashboard.analysis.compare_compiler import (
 from dashboard.compare_report import build_report
 from dashboard.compare_text import format_report
 from dashboard.store import Run, RunStore
-from tests.collectors.triton_ir_fixtures import compile_log, header, ttir
+from tests.collectors.triton_ir_fixtures import compile_log, with_extra_pass
 
 PASSES = ["InlinerPass", "CanonicalizerPass", "CSEPass", "ConvertTritonToTritonGPU", "TritonGPUPipeline",
           "SoftwarePipeliner LowerLoops", "AllocateSharedMemoryNv", "ConvertTritonGPUToLLVM", "CanonicalizerPass"]
-
-
-def with_extra_pass(kernel: str, block: int) -> str:
-    """compile_log with one more TTIR pass (LoopUnrollPass) after CSEPass, whose input is CSE's output."""
-    log = compile_log(kernel, block)
-    marker = header("ConvertTritonToTritonGPU", "convert-triton-to-tritongpu{num-warps=4 target=cuda:90}")
-    extra = f"{header('LoopUnrollPass', 'loop-unroll')}\n{ttir(kernel, block).rstrip()}\n\n\n"
-    return log.replace(marker, extra + marker, 1)
 
 
 @pytest.fixture(scope="module")
