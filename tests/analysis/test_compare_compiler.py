@@ -127,3 +127,18 @@ def _empty_run(tmp_path: Path) -> Run:
 
     store = RunStore(tmp_path / "data")
     return store.open(store.write("kernels-only", kernel_tables()))
+
+
+def test_a_lone_compile_run_compares_with_itself(tmp_path: Path) -> None:
+    from dashboard.analysis.compare import Side
+    from dashboard.analysis.compare_view import choose_sides, compare_view
+
+    store = RunStore(tmp_path / "data")
+    (tmp_path / "two.txt").write_text(compile_log("add_kernel", 1024) + compile_log("add_kernel", 2048))
+    run = store.open(store.ingest([tmp_path / "two.txt"], name="two"))
+    sides = choose_sides(store, run, None, None, None)
+    assert sides == (Side(run.id, None), Side(run.id, None))
+    view = compare_view(store, *sides)  # the kernel view of two compiler-only sides is empty, not an error
+    assert view.comparison.is_empty()
+    comparison = compare_compiles(run, run)
+    assert (comparison.compile_a, comparison.compile_b) == (0, 1) and comparison.first["pass_name"] == "InlinerPass"
