@@ -148,8 +148,10 @@ def compiler_section(run_a: Run, run_b: Run, compile_a: int | None = None,
     return None if comparison is None else comparison.summary()
 
 
-def build_report(run_a: Run, run_b: Run, rank_a: int | None = None, rank_b: int | None = None) -> dict[str, Any]:
-    """Every section both runs share, keyed by section name, plus the sides and the shared evidence."""
+def build_report(run_a: Run, run_b: Run, rank_a: int | None = None, rank_b: int | None = None,
+                 compiles: tuple[int | None, int | None] = (None, None)) -> dict[str, Any]:
+    """Every section both runs share, keyed by section name, plus the sides and the shared evidence
+    (compiles: the compile of each side the compiler section compares, None for the default)."""
     a, b = Side(run_a.id, rank_a), Side(run_b.id, rank_b)
     shared = shared_evidence(run_a, run_b)
     report: dict[str, Any] = {"a": a.label, "b": b.label, "shared_evidence": shared}
@@ -166,7 +168,7 @@ def build_report(run_a: Run, run_b: Run, rank_a: int | None = None, rank_b: int 
     if "planner" in shared:
         report["planner"] = planner_section(run_a, run_b)
     if "compiler" in shared:
-        report["compiler"] = compiler_section(run_a, run_b)
+        report["compiler"] = compiler_section(run_a, run_b, *compiles)
     return report
 
 

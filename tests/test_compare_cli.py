@@ -174,7 +174,8 @@ def test_json_compiler_section_of_two_compile_logs(data, tmp_path: Path) -> None
     data_dir, ids = data
     store = RunStore(data_dir)
     logs = {"small": compile_log("add_kernel", 1024), "large": compile_log("add_kernel", 2048),
-            "extra": with_extra_pass("add_kernel", 1024)}
+            "extra": with_extra_pass("add_kernel", 1024),
+            "two": compile_log("add_kernel", 1024) + compile_log("add_kernel", 2048)}
     made = {}
     for name, text in logs.items():
         (tmp_path / f"{name}.txt").write_text(text)
@@ -190,6 +191,16 @@ def test_json_compiler_section_of_two_compile_logs(data, tmp_path: Path) -> None
     check(report["compiler"], COMPILER)
     assert report["compiler"]["only_b"] == ["LoopUnrollPass"] and report["compiler"]["first_difference"] is None
     assert (report["compiler"]["steps_a"], report["compiler"]["steps_b"]) == (9, 10)
+    # Compiles picked on the command line (one run, two compiles: by default 0 against 1).
+    def picked(*args: str) -> tuple[int, int]:
+        section = json.loads(run(data_dir, made["two"], made["two"], "--json", *args).output)["compiler"]
+        return section["compile_a"], section["compile_b"]
+
+    assert picked() == (0, 1)
+    assert picked("--compile-a", "1", "--compile-b", "0") == (1, 0)
+    assert picked("--compile-a", "1", "--compile-b", "5") == (1, 1)  # no compile 5: B's default
+    text = run(data_dir, made["small"], made["large"]).output
+    assert "first differing pass: InlinerPass (ttir, before) at step 0 of A, 0 of B" in text
     # The demo compile log against itself: a section with the same schema.
     demo = json.loads(run(data_dir, ids["demo-compiler"], ids["demo-compiler"], "--json").output)
     check(demo["compiler"], COMPILER)
