@@ -296,7 +296,7 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
             _other_rank_options(b.run_id), ALL_RANKS if b.rank is None else str(b.rank), selected,
             shown["layers"], list(layer) if layer else None,
             _state(view, top, selected, layer, ((url_state or {}).get("group"), (url_state or {}).get("other_group")),
-                   _compiles(url_state)))
+                   (None, None, None) if "compare-other" in fired else _compiles(url_state)))
 
 
 @callback(
