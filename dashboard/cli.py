@@ -313,11 +313,15 @@ def report(run_id: str, data_dir: Path, as_json: bool, base_url: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (a section per evidence kind both runs share).")
 @click.option("--rank-a", type=int, default=None, help="Rank of A (default: all ranks).")
 @click.option("--rank-b", type=int, default=None, help="Rank of B (default: all ranks).")
+@click.option("--compile-a", type=int, default=None,
+              help="Compile of A compared (ir_kernels.compile; default: the first of a kernel both runs compile).")
+@click.option("--compile-b", type=int, default=None, help="Compile of B compared (see --compile-a).")
 @click.option("--fail-over", "fail_over", type=float, default=None, metavar="PCT",
               help="Exit 1 when B's kernel time exceeds A's by more than PCT percent; 2 when a run has none (for CI).")
 def compare(run_a: str, run_b: str, data_dir: Path, as_json: bool, rank_a: int | None, rank_b: int | None,
-            fail_over: float | None) -> None:
-    """Where time and memory moved from run A (baseline) to run B: kernels, passes, layers, memory, planner."""
+            compile_a: int | None, compile_b: int | None, fail_over: float | None) -> None:
+    """Where time and memory moved from run A (baseline) to run B: kernels, passes, layers, memory, planner,
+    compiler."""
     import json
 
     from dashboard.compare_report import build_report, slower_by
@@ -329,7 +333,7 @@ def compare(run_a: str, run_b: str, data_dir: Path, as_json: bool, rank_a: int |
         runs = [store.open(run_a), store.open(run_b)]
     except RunNotFound as exc:
         _fail(f"error: {exc} in {data_dir}", False)
-    report = build_report(*runs, rank_a, rank_b)
+    report = build_report(*runs, rank_a, rank_b, (compile_a, compile_b))
     click.echo(json.dumps(report, indent=1, default=str) if as_json else format_report(report))
     if fail_over is None:
         return

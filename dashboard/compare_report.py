@@ -2,7 +2,7 @@
 
 No Dash or plotly here: the command line must stay light. A section is written
 for each evidence kind both runs share (kernels: kernels, passes, gpu_busy;
-layers; memory; planner); times are ns, memory bytes per bank, B − A throughout.
+layers; memory; planner; compiler); times are ns, memory bytes per bank, B − A throughout.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import polars as pl
 
 from dashboard.analysis import run_views
 from dashboard.analysis.compare import ONLY_A, ONLY_B, Side, comparison_totals, kernel_comparison, layer_comparison
+from dashboard.analysis.compare_compiler import compare_compiles
 from dashboard.analysis.compare_kernels import match_renamed, merge_renamed
 from dashboard.analysis.compare_memory import align_ops, aligned_curves, first_divergence, op_sequence, peak_comparison
 from dashboard.analysis.compare_passes import busy_comparison, pass_comparison, step_time_ns
@@ -27,7 +28,7 @@ from dashboard.analysis.compare_planner import (
 from dashboard.analysis.liveness import planner_groups
 from dashboard.store import Run
 
-SECTIONS = ("kernels", "layers", "memory", "planner")  # evidence kinds compared, in report order
+SECTIONS = ("kernels", "layers", "memory", "planner", "compiler")  # evidence kinds compared, in report order
 
 
 def _clean(value: Any) -> Any:
@@ -140,8 +141,17 @@ def planner_section(run_a: Run, run_b: Run, group_a: str | None = None, group_b:
             "channels": _rows(channels.filter(pl.col("change") != "same"))}
 
 
-def build_report(run_a: Run, run_b: Run, rank_a: int | None = None, rank_b: int | None = None) -> dict[str, Any]:
-    """Every section both runs share, keyed by section name, plus the sides and the shared evidence."""
+def compiler_section(run_a: Run, run_b: Run, compile_a: int | None = None,
+                     compile_b: int | None = None) -> dict[str, Any] | None:
+    """The two chosen compiles (analysis/compare_compiler); None when a side has no compile."""
+    comparison = compare_compiles(run_a, run_b, compile_a, compile_b)
+    return None if comparison is None else comparison.summary()
+
+
+def build_report(run_a: Run, run_b: Run, rank_a: int | None = None, rank_b: int | None = None,
+                 compiles: tuple[int | None, int | None] = (None, None)) -> dict[str, Any]:
+    """Every section both runs share, keyed by section name, plus the sides and the shared evidence
+    (compiles: the compile of each side the compiler section compares, None for the default)."""
     a, b = Side(run_a.id, rank_a), Side(run_b.id, rank_b)
     shared = shared_evidence(run_a, run_b)
     report: dict[str, Any] = {"a": a.label, "b": b.label, "shared_evidence": shared}
@@ -157,6 +167,8 @@ def build_report(run_a: Run, run_b: Run, rank_a: int | None = None, rank_b: int 
         report["memory"] = memory_section(run_a, run_b, a, b)
     if "planner" in shared:
         report["planner"] = planner_section(run_a, run_b)
+    if "compiler" in shared:
+        report["compiler"] = compiler_section(run_a, run_b, *compiles)
     return report
 
 

@@ -99,8 +99,30 @@ def _planner(section: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _compiler(section: dict[str, Any] | None) -> list[str]:
+    if section is None:
+        return ["compiler: a side has no compile"]
+    lines = [f"compiler: A #{section['compile_a']} {section['kernel_a']} ({section['steps_a']} steps) against "
+             f"B #{section['compile_b']} {section['kernel_b']} ({section['steps_b']} steps): {section['aligned']} "
+             f"passes aligned, IR differs at {section['differing']}",
+             f"  only in A: {', '.join(section['only_a']) or 'none'} · "
+             f"only in B: {', '.join(section['only_b']) or 'none'}"]
+    first = section["first_difference"]
+    lines.append("  the IR never differs at a pass both ran" if first is None else
+                 f"  first differing pass: {first['pass_name']} ({first['stage']}, {first['kind']}) at step "
+                 f"{first['step_a']} of A, {first['step_b']} of B")
+    diff = section["diff"]
+    if diff is not None:
+        lines.append(f"  {diff['pass_name']}: lines A {diff['lines_a']} · B {diff['lines_b']} · ops A {diff['ops_a']} "
+                     f"· B {diff['ops_b']} · diff −{diff['removed']} / +{diff['added']} lines")
+    changed = [f"{field} {values['a']} → {values['b']}" for field, values in section["metadata"].items()
+               if values["a"] != values["b"]]
+    lines.append(f"  metadata: {', '.join(changed) or 'no change'}")
+    return lines
+
+
 _FORMATS = {"kernels": _kernels, "passes": _passes, "gpu_busy": _busy, "layers": _layers, "memory": _memory,
-            "planner": _planner}
+            "planner": _planner, "compiler": _compiler}
 
 
 def format_report(report: dict[str, Any]) -> str:

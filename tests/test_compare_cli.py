@@ -156,3 +156,51 @@ def test_the_compare_command_loads_neither_dash_nor_plotly() -> None:
             "print([m for m in ('dash', 'plotly') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+FIRST_DIFFERENCE = {"position": int, "pass_name": str, "stage": str, "kind": str, "step_a": int, "step_b": int}
+COMPILER = {"compile_a": int, "compile_b": int, "kernel_a": str, "kernel_b": str, "steps_a": int, "steps_b": int,
+            "aligned": int, "differing": int, "only_a": [str], "only_b": [str],
+            "first_difference": (dict, type(None)),
+            "metadata": {field: {"a": (int, type(None)), "b": (int, type(None)), "delta": (int, type(None))}
+                         for field in ("num_warps", "num_ctas", "num_stages", "shared", "tmem_size")},
+            "diff": {"position": int, "pass_name": str, "lines_a": int, "lines_b": int, "ops_a": int, "ops_b": int,
+                     "removed": int, "added": int}}
+
+
+def test_json_compiler_section_of_two_compile_logs(data, tmp_path: Path) -> None:
+    from tests.collectors.triton_ir_fixtures import compile_log, with_extra_pass
+
+    data_dir, ids = data
+    store = RunStore(data_dir)
+    logs = {"small": compile_log("add_kernel", 1024), "large": compile_log("add_kernel", 2048),
+            "extra": with_extra_pass("add_kernel", 1024),
+            "two": compile_log("add_kernel", 1024) + compile_log("add_kernel", 2048)}
+    made = {}
+    for name, text in logs.items():
+        (tmp_path / f"{name}.txt").write_text(text)
+        made[name] = store.ingest([tmp_path / f"{name}.txt"], name=f"compile-{name}")
+    report = json.loads(run(data_dir, made["small"], made["large"], "--json").output)
+    assert report["shared_evidence"] == ["compiler"]
+    check(report["compiler"], COMPILER)
+    check(report["compiler"]["first_difference"], FIRST_DIFFERENCE)
+    # BLOCK 1024 against 2048: the IR differs from the first dump on (8 of 9 passes; the LLVM dialect has no block).
+    assert report["compiler"]["first_difference"]["pass_name"] == "InlinerPass"
+    assert (report["compiler"]["differing"], report["compiler"]["diff"]["removed"]) == (8, 3)
+    report = json.loads(run(data_dir, made["small"], made["extra"], "--json").output)
+    check(report["compiler"], COMPILER)
+    assert report["compiler"]["only_b"] == ["LoopUnrollPass"] and report["compiler"]["first_difference"] is None
+    assert (report["compiler"]["steps_a"], report["compiler"]["steps_b"]) == (9, 10)
+    # Compiles picked on the command line (one run, two compiles: by default 0 against 1).
+    def picked(*args: str) -> tuple[int, int]:
+        section = json.loads(run(data_dir, made["two"], made["two"], "--json", *args).output)["compiler"]
+        return section["compile_a"], section["compile_b"]
+
+    assert picked() == (0, 1)
+    assert picked("--compile-a", "1", "--compile-b", "0") == (1, 0)
+    assert picked("--compile-a", "1", "--compile-b", "5") == (1, 1)  # no compile 5: B's default
+    text = run(data_dir, made["small"], made["large"]).output
+    assert "first differing pass: InlinerPass (ttir, before) at step 0 of A, 0 of B" in text
+    # The demo compile log against itself: a section with the same schema.
+    demo = json.loads(run(data_dir, ids["demo-compiler"], ids["demo-compiler"], "--json").output)
+    check(demo["compiler"], COMPILER)

@@ -45,7 +45,7 @@ def choose_sides(store: RunStore, a_run: Run, a_rank: int | None, other: str | N
                  other_rank: str | None) -> tuple[Side, Side] | None:
     """(A, B): B as the URL names it (a run sharing some evidence with A, a rank it has), else the defaults
     for A: another rank or the newest other run with kernels when A has kernels, else the newest other run
-    sharing an evidence kind with A."""
+    sharing an evidence kind with A, else A itself when it holds compiles."""
     a = Side(a_run.id, a_rank)
     if other:
         try:
@@ -59,6 +59,8 @@ def choose_sides(store: RunStore, a_run: Run, a_rank: int | None, other: str | N
         with_kernels = [info.id for info in infos if "kernels" in info.evidence]
         return default_sides(a, run_views.kernel_ranks(a_run), with_kernels)
     sharing = [info.id for info in infos if info.id != a_run.id and set(info.evidence) & set(a_run.info.evidence)]
+    if not sharing and a_run.has_evidence("compiler"):  # a lone compile log: two of its compiles, or one with itself
+        return a, Side(a_run.id, None)
     return (a, Side(sharing[0], None)) if sharing else None
 
 

@@ -1,4 +1,5 @@
-"""/compare's sections beyond kernels: passes and GPU busy, device memory, planner (one per shared evidence kind)."""
+"""/compare's sections beyond kernels: passes and GPU busy, device memory, planner, compiler (one per shared
+evidence kind)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from dashboard.compare_report import memory_rank, shared_evidence
 from dashboard.figures.compare_memory import compare_memory_figure
 from dashboard.figures.compare_passes import busy_figure, pass_figure
 from dashboard.figures.compare_planner import liveness_figure
+from dashboard.layouts.compare_compiler import compiler_section
 from dashboard.layouts.page import chart
 from dashboard.store import Run
 
@@ -191,7 +193,8 @@ def planner_section(run_a: Run, run_b: Run, a: Side, b: Side, wanted: tuple[str 
 
 
 def more_sections(run_a: Run, run_b: Run, a: Side, b: Side,
-                  groups: tuple[str | None, str | None] = (None, None)) -> list[Any]:
+                  groups: tuple[str | None, str | None] = (None, None),
+                  compiles: tuple[Any, Any, Any] = (None, None, None)) -> list[Any]:
     """A section per evidence kind beyond the kernel charts that both runs hold."""
     shared = shared_evidence(run_a, run_b)
     sections: list[Any] = []
@@ -201,6 +204,8 @@ def more_sections(run_a: Run, run_b: Run, a: Side, b: Side,
         sections.append(memory_section(run_a, run_b, a, b))
     if "planner" in shared:
         sections.append(planner_section(run_a, run_b, a, b, groups))
+    if "compiler" in shared:  # compiles chosen by the URL's compile_a, compile_b; ir_pass = the pass diffed
+        sections.append(compiler_section(run_a, run_b, compiles))
     if not shared:
         sections.append(dbc.Alert("These two runs share no kind of evidence: nothing to compare.", color="info"))
     return sections

@@ -4,9 +4,10 @@ URL state: run + rank (A, the baseline, as on every page), other + other_rank
 (B; by default another rank of A's run, else the newest other run), sel
 (kernel keys, shared with /kernels and /timeline), top (bars shown), layer +
 pass (a clicked layer bar, carried to /layers), group + other_group (planner
-dumps compared). A and B may be any two runs sharing an evidence kind: the
+dumps compared), compile_a + compile_b + ir_pass (the compiles compared and the aligned
+pass diffed). A and B may be any two runs sharing an evidence kind: the
 kernel charts show when both have kernels, then a section per other shared
-kind (passes and GPU busy, device memory, planner; layouts/compare_sections).
+kind (passes and GPU busy, device memory, planner, compiler; layouts/compare_sections).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.compare import delta_figure, layer_delta_figure, layer_from_click, totals_scatter
 from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.after_charts import AfterCharts
+from dashboard.layouts.compare_compiler import compiler_body
 from dashboard.layouts.compare_sections import more_sections, planner_body
 from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.kernel_views import ALL_RANKS, NUMBER_FORMAT, kernel_table, parse_rank, rank_control
@@ -117,8 +119,9 @@ def _controls_style(kernel_style: dict[str, str]) -> dict[str, str]:
     return kernel_style or {"display": "flex", "alignItems": "center"}
 
 
-def _sections(store: Any, a: Any, b: Any, groups: tuple[Any, Any] = (None, None)) -> list[Any]:
-    return more_sections(store.open(a.run_id), store.open(b.run_id), a, b, groups)
+def _sections(store: Any, a: Any, b: Any, groups: tuple[Any, Any] = (None, None),
+              compiles: tuple[Any, Any, Any] = (None, None, None)) -> list[Any]:
+    return more_sections(store.open(a.run_id), store.open(b.run_id), a, b, groups, compiles)
 
 
 def _other_rank_options(run_id: str) -> list[dict[str, str]]:
@@ -127,13 +130,21 @@ def _other_rank_options(run_id: str) -> list[dict[str, str]]:
 
 
 def _state(view: CompareView, top: int, selected: list[str], layer: tuple[str, str] | None,
-           groups: tuple[Any, Any] = ("", "")) -> dict[str, Any]:
+           groups: tuple[Any, Any] = ("", ""), compiles: tuple[Any, Any, Any] = ("", "", "")) -> dict[str, Any]:
     # "" = absent from the URL (all ranks, the default), as on /kernels.
     return {"rank": "" if view.a.rank is None else view.a.rank, "other": view.b.run_id,
             "other_rank": "" if view.b.rank is None else view.b.rank,
             "top": "" if top == DEFAULT_TOP else top, "sel": format_keys(selected),
             "layer": layer[0] if layer else "", "pass": layer[1] if layer else "",
-            "group": groups[0] or "", "other_group": groups[1] or ""}
+            "group": groups[0] or "", "other_group": groups[1] or "",
+            **{key: "" if value is None else value for key, value in zip(_COMPILE_KEYS, compiles, strict=True)}}
+
+
+_COMPILE_KEYS = ("compile_a", "compile_b", "ir_pass")
+
+
+def _compiles(state: dict | None) -> tuple[Any, Any, Any]:
+    return tuple((state or {}).get(key) for key in _COMPILE_KEYS)  # type: ignore[return-value]
 
 
 def _layer(layer: Any, pass_: Any) -> tuple[str, str] | None:
@@ -155,6 +166,7 @@ def render(view: CompareView, top: int, selected: list[str], layer: tuple[str, s
 def layout(run: str | None = None, rank: str | None = None, other: str | None = None,
            other_rank: str | None = None, sel: str | None = None, top: str | None = None,
            layer: str | None = None, group: str | None = None, other_group: str | None = None,
+           compile_a: str | None = None, compile_b: str | None = None, ir_pass: str | None = None,
            **query: Any) -> html.Div:
     chosen, notice = _resolve_a(run)
     header = page_header("Compare", chosen, "Where time and memory moved between two runs, or two ranks of one run")
@@ -193,7 +205,8 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
         dcc.Store(id="compare-run", data=chosen.id),
         dcc.Store(id="compare-sel", data=selected),
         dcc.Store(id="compare-layer", data=list(state_layer) if state_layer else None),
-        url_state_store("compare", _state(view, state_top, selected, state_layer, (group, other_group))),
+        url_state_store("compare", _state(view, state_top, selected, state_layer, (group, other_group),
+                                          (compile_a, compile_b, ir_pass))),
         controls,
         html.Div(shown["sides"], id="compare-sides", className="small mb-1"),
         html.Div([
@@ -206,7 +219,7 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
             ], className="g-3"),
         ], id="compare-kernel-section", style=_kernel_style(store, a, b)),
         # Passes, busy, memory, planner between the kernel headline charts and the per-layer / per-kernel detail.
-        html.Div(_sections(store, a, b, (group, other_group)), id="compare-more"),
+        html.Div(_sections(store, a, b, (group, other_group), (compile_a, compile_b, ir_pass)), id="compare-more"),
         html.Div([
             html.Div(chart("compare-layers", shown["layers"], f"{chosen.id}-compare-layers"),
                      className="chart-card"),
@@ -282,7 +295,8 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
     return (shown["delta"], shown["scatter"], shown["rows"], shown["columns"], shown["summary"], shown["sides"],
             _other_rank_options(b.run_id), ALL_RANKS if b.rank is None else str(b.rank), selected,
             shown["layers"], list(layer) if layer else None,
-            _state(view, top, selected, layer, ((url_state or {}).get("group"), (url_state or {}).get("other_group"))))
+            _state(view, top, selected, layer, ((url_state or {}).get("group"), (url_state or {}).get("other_group")),
+                   (None, None, None) if "compare-other" in fired else _compiles(url_state)))
 
 
 @callback(
@@ -322,6 +336,29 @@ def update_planner(group_a: str, group_b: str, run_id: str, other: str, url_stat
     store = current_store()
     body = planner_body(store.open(run_id), store.open(other), group_a, group_b, run_id, other)
     return body, {**(url_state or {}), "group": group_a, "other_group": group_b}
+
+
+@callback(
+    Output("compare-compiler-body", "children"),
+    Output("compare-ir-pass", "options"),
+    Output("compare-ir-pass", "value"),
+    Output({"type": "url-state", "page": "compare"}, "data", allow_duplicate=True),
+    Input("compare-compile-a", "value"),
+    Input("compare-compile-b", "value"),
+    Input("compare-ir-pass", "value"),
+    State("compare-run", "data"),
+    State("compare-other", "value"),
+    State({"type": "url-state", "page": "compare"}, "data"),
+    prevent_initial_call=True,
+)
+def update_compiler(compile_a: Any, compile_b: Any, ir_pass: Any, run_id: str, other: str,
+                    url_state: dict | None) -> tuple[Any, ...]:
+    store = current_store()
+    # Another compile aligns other passes: the diff goes back to the first differing one.
+    wanted_pass = ir_pass if "compare-ir-pass" in fired_ids() else None
+    body, chosen = compiler_body(store.open(run_id), store.open(other), (compile_a, compile_b, wanted_pass))
+    state = {**(url_state or {}), **{key: chosen.get(key, "") for key in _COMPILE_KEYS}}
+    return body, chosen["pass_options"], chosen.get("ir_pass"), state
 
 
 @callback(Output("compare-table", "exportDataAsCsv"), Input("compare-csv", "n_clicks"), prevent_initial_call=True)

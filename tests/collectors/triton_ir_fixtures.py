@@ -96,6 +96,14 @@ def compile_log(kernel: str, block: int, old: bool = False, failed: bool = False
     return "\n".join(out)
 
 
+def with_extra_pass(kernel: str, block: int) -> str:
+    """compile_log with one more TTIR pass (LoopUnrollPass) after CSEPass, whose input is CSE's output."""
+    log = compile_log(kernel, block)
+    marker = header("ConvertTritonToTritonGPU", "convert-triton-to-tritongpu{num-warps=4 target=cuda:90}")
+    extra = f"{header('LoopUnrollPass', 'loop-unroll')}\n{ttir(kernel, block).rstrip()}\n\n\n"
+    return log.replace(marker, extra + marker, 1)
+
+
 LLVM_LOG = (
     "Running pass: Annotation2MetadataPass on [module]\n"
     "; *** IR Dump After Annotation2MetadataPass on [module] ***\n"
