@@ -73,7 +73,7 @@ def ir_findings(run_id: str, ir_steps: pl.DataFrame) -> list[Finding]:
             key=f"compiler:growth:{row['compile']}",
             title=f"{row['pass_name']} grew {row['kernel']} (compile {row['compile']}) from {row['ops_before']} "
                   f"to {after} ops (+{added})",
-            share=share, share_of=f"the ops after {row['pass_name']} ({after})",
+            share=share, at_stake_ops=added, share_of=f"the ops after {row['pass_name']} ({after})",
             url=view_href("/compiler", run_id, compile=row["compile"], step=row["step"], cmp=row["from_step"]),
             advice="check what the pass expanded (unrolled loops, pipelining stages, layout conversions): "
                    "fewer stages, smaller blocks or fewer num_warps shrink what later passes must handle",

@@ -18,6 +18,8 @@ from dashboard.analysis.finding import Finding, view_href
 from dashboard.analysis.planner_view import buffer_key
 from dashboard.analysis.units import format_bytes
 
+# A TMEM column spans all 128 lanes of 32-bit cells: 512 bytes, the unit TMEM is allocated in.
+TMEM_COLUMN_BYTES = 128 * 4
 SHARING_MIN_SHARE = 0.05  # savings under 5 % of the memory's capacity are no finding
 
 THRESHOLD = (f"buffers of one group and memory whose lifetimes never overlap could share space worth at least "
@@ -82,7 +84,7 @@ def sharing_findings(run_id: str, buffers: pl.DataFrame) -> list[Finding]:
                   f"{amount}",
             share=saved / capacity,
             share_of=f"{memory} capacity ({format_bytes(capacity) if in_bytes else f'{capacity} columns'})",
-            at_stake_bytes=saved if in_bytes else None,
+            at_stake_bytes=saved if in_bytes else saved * TMEM_COLUMN_BYTES,
             url=view_href("/planner", run_id, group=group, buffer=buffer_key(memory, top["second_index"])),
             advice="let the planner reuse one allocation for buffers whose lifetimes do not overlap "
                    "(same buffer id), or reorder the ops that keep them apart",

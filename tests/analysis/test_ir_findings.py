@@ -43,6 +43,8 @@ def test_finding_names_the_pass_with_its_numbers_and_link() -> None:
     assert finding.title == "A grew k (compile 0) from 10 to 40 ops (+30)"
     assert finding.share == 30 / 40
     assert finding.severity == "high"
+    assert finding.at_stake_ops == 30 and finding.at_stake_text == "30 IR ops"
+    assert finding.to_json()["at_stake_ops"] == 30 and "at_stake_bytes" not in finding.to_json()
     assert finding.url == "/compiler?run=r1&compile=0&step=1&cmp=0"
     assert finding.evidence["ops added"] == 30 and finding.evidence["lines added"] == 30
 

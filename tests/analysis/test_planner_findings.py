@@ -41,7 +41,7 @@ def test_finding_gives_bytes_at_stake_and_link() -> None:
     assert smem.severity == "medium"
     assert smem.url == "/planner?run=r1&group=g&buffer=SMEM-2"
     assert smem.evidence["pairs"] == 1
-    assert tmem.at_stake_bytes is None and tmem.share == 128 / 512 and tmem.severity == "high"
+    assert tmem.at_stake_bytes == 128 * 512 and tmem.share == 128 / 512 and tmem.severity == "high"
     assert tmem.url == "/planner?run=r1&group=g&buffer=TMEM-1"
 
 
