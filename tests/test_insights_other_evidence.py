@@ -9,6 +9,7 @@ import pytest
 from dashboard.analysis.insights import run_insights
 from dashboard.app import create_app
 from dashboard.demo import write_demo_sources
+from dashboard.layouts.shell import URL_STATE
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 from tests.test_initial_layout import HOST, by_id, components, layout
@@ -49,3 +50,21 @@ def test_planner_run_lists_sharing_findings_linking_to_the_buffer(
     texts = " ".join(str(c["props"].get("children")) for c in components(tree))
     assert "planner sharing" in texts and "IR growth" in texts  # thresholds explained on the page
     assert "GPU time: the run has no kernels or copies" in texts
+
+
+def test_links_open_the_views_with_the_state_they_name(no_kernel_runs: tuple[Any, dict[str, str], RunStore]) -> None:
+    client, ids, store = no_kernel_runs
+    growth = next(f for f in run_insights(store.open(ids["demo-compiler"])).findings
+                  if f.key.startswith("compiler:growth:"))
+    compiler = layout(client, f"{HOST}{growth.url}")
+    compile_index, step = growth.key.rsplit(":", 1)[1], growth.url.split("&step=")[1].split("&")[0]
+    assert str(by_id(compiler, "compiler-compile")["props"]["value"]) == compile_index
+    assert str(by_id(compiler, "compiler-step")["props"]["value"]) == step
+    sharing = next(f for f in run_insights(store.open(ids["demo-planner"])).findings
+                   if f.key.startswith("planner:sharing:"))
+    planner = layout(client, f"{HOST}{sharing.url}")
+    group = sharing.key.split(":")[2]
+    assert by_id(planner, "planner-group")["props"]["value"] == group
+    buffer = sharing.url.rsplit("buffer=", 1)[1]
+    state = by_id(planner, {"type": URL_STATE, "page": "planner"})["props"]["data"]
+    assert state["group"] == group and state["buffer"] == buffer  # the page kept the buffer the link names
