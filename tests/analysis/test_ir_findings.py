@@ -49,6 +49,18 @@ def test_finding_names_the_pass_with_its_numbers_and_link() -> None:
     assert finding.evidence["ops added"] == 30 and finding.evidence["lines added"] == 30
 
 
+def test_a_conversion_to_the_next_stage_is_never_the_finding() -> None:
+    frame = steps([(0, 0, "A", "module", None, "before", 20, 10),
+                   (0, 1, "Lower", "module", None, "before", 50, 40),  # A ran in ttgir: +30
+                   (0, 2, "B", "module", None, "before", 900, 800)])  # Lower took it to LLVM: +760
+    frame = frame.with_columns(pl.when(pl.col("step") == 2).then(pl.lit("llvm-mlir")).otherwise("stage")
+                               .alias("stage"))
+    growth = pass_growth(frame)
+    assert growth.select("pass_name", "ops_growth", "same_stage").rows() == [("Lower", 760, False),
+                                                                           ("A", 30, True)]
+    assert [finding.title for finding in ir_findings("r1", frame)] == ["A grew k (compile 0) from 10 to 40 ops (+30)"]
+
+
 def test_small_growth_is_no_finding() -> None:
     below = steps([(0, 0, "A", "module", None, "before", 20, 100),
                    (0, 1, "B", "module", None, "before", 50, 100 + IR_GROWTH_MIN_OPS)])  # 10 of 110: under 25 %
@@ -66,7 +78,7 @@ def test_real_log_growth_per_pass(tmp_path: Path) -> None:
     growth = pass_growth(run.frame("ir_steps"))
     # module-level Before dumps: 0 Inliner (8 ops), [1 function dump], 2 CSE 7, 3 Convert 7, 4 Pipeline 8,
     # [5 internal], 6 Allocate 8, 7 ToLLVM 10, 8 llvm-mlir 4. Step 0 -> 2 has the function dump between.
-    assert growth.select("pass_name", "from_step", "step", "ops_growth").rows() == [
-        ("AllocateSharedMemoryNv", 6, 7, 2), ("ConvertTritonToTritonGPU", 3, 4, 1), ("CSEPass", 2, 3, 0),
-        ("TritonGPUPipeline", 4, 6, 0), ("ConvertTritonGPUToLLVM", 7, 8, -6)]
+    assert growth.select("pass_name", "from_step", "step", "ops_growth", "same_stage").rows() == [
+        ("AllocateSharedMemoryNv", 6, 7, 2, True), ("ConvertTritonToTritonGPU", 3, 4, 1, False),
+        ("CSEPass", 2, 3, 0, True), ("TritonGPUPipeline", 4, 6, 0, True), ("ConvertTritonGPUToLLVM", 7, 8, -6, False)]
     assert ir_findings(run.id, run.frame("ir_steps")) == []  # +2 ops is under the thresholds
