@@ -38,11 +38,14 @@ GROWTH_SCHEMA = {"compile": pl.Int64, "kernel": pl.String, "pass_name": pl.Strin
 
 def pass_growth(ir_steps: pl.DataFrame) -> pl.DataFrame:
     """One row per attributed pass run: ops and lines before and after it, largest growth first per compile."""
-    snapshots = ir_steps.filter(pl.col("kind").is_in(["before", "after", "failed"]) & pl.col("ops").is_not_null())
+    # 0 ops in a non-empty body is a dump the op counter cannot read (LLVM's slot-indexed MIR prints), not an
+    # empty IR: such snapshots are left out, so the passes around them are not attributed either.
+    snapshots = ir_steps.filter(pl.col("kind").is_in(["before", "after", "failed"])).sort("compile", "step")
+    snapshots = snapshots.with_columns(pl.int_range(pl.len()).over("compile").alias("position")).filter(
+        pl.col("ops").is_not_null() & ((pl.col("ops") > 0) | (pl.col("lines").fill_null(0) == 0)))
     if snapshots.height == 0:
         return pl.DataFrame(schema=GROWTH_SCHEMA)
-    paired = snapshots.sort("compile", "step").with_columns(
-        pl.int_range(pl.len()).over("compile").alias("position")).with_columns(
+    paired = snapshots.with_columns(
         pl.col("position").shift(1).over(_UNIT).alias("previous_position"),
         pl.col("step").shift(1).over(_UNIT).alias("from_step"),
         pl.col("ops").shift(1).over(_UNIT).alias("ops_before"),

@@ -61,6 +61,14 @@ def test_a_conversion_to_the_next_stage_is_never_the_finding() -> None:
     assert [finding.title for finding in ir_findings("r1", frame)] == ["A grew k (compile 0) from 10 to 40 ops (+30)"]
 
 
+def test_an_unreadable_op_count_is_not_growth() -> None:
+    frame = steps([(0, 0, "A", "module", None, "after", 105, 75),
+                   (0, 1, "Slot index numbering", "module", None, "after", 105, 0),  # counter could not read it
+                   (0, 2, "Merge stack slots", "module", None, "after", 105, 75)])
+    assert pass_growth(frame).height == 0
+    assert ir_findings("r1", frame) == []
+
+
 def test_small_growth_is_no_finding() -> None:
     below = steps([(0, 0, "A", "module", None, "before", 20, 100),
                    (0, 1, "B", "module", None, "before", 50, 100 + IR_GROWTH_MIN_OPS)])  # 10 of 110: under 25 %
