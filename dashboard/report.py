@@ -2,7 +2,8 @@
 
 JSON: {"run", "gpu_time": [per rank: span_ns, idle_ns, compute_ns, communication_ns, memory_ns, ... shares],
 "steps": [the same per rank and profiler step], "idle_causes": [rank, cause, gaps, idle_ns],
-"findings": [title, severity, at_stake_ns or at_stake_bytes, share, share_of, evidence, url, advice, key],
+"findings": [title, severity, at_stake_ns, at_stake_bytes or at_stake_ops (compiler: IR operations), share,
+share_of, evidence, url, advice, key],
 "skipped": [analyses not run, with why]}. Links are relative to the dashboard (prefix them with `base_url`).
 """
 
@@ -16,7 +17,7 @@ import polars as pl
 from dashboard.analysis.breakdown import BREAKDOWN_DEFINITION
 from dashboard.analysis.finding import Finding
 from dashboard.analysis.insights import Insights, run_insights
-from dashboard.analysis.units import format_bytes, format_ns
+from dashboard.analysis.units import format_ns
 from dashboard.store import Run
 
 GPU_TIME_COLUMNS = ("rank", "span_ns", "idle_ns", "compute_ns", "communication_ns", "memory_ns", "busy_ns",
@@ -51,8 +52,7 @@ def report_json(run: Run, base_url: str = "") -> str:
 
 
 def _at_stake(finding: Finding) -> str:
-    amount = format_ns(finding.at_stake_ns) if finding.at_stake_ns is not None else format_bytes(
-        finding.at_stake_bytes)
+    amount = finding.at_stake_text
     return f"{amount} · {finding.share:.1%} of {finding.share_of}"
 
 

@@ -35,7 +35,7 @@ def check_schema(report: dict) -> None:
         assert set(finding) >= FINDING_KEYS
         assert finding["severity"] in {"high", "medium", "low"}
         assert isinstance(finding["title"], str) and isinstance(finding["evidence"], dict)
-        stakes = [key for key in ("at_stake_ns", "at_stake_bytes") if key in finding]
+        stakes = [key for key in ("at_stake_ns", "at_stake_bytes", "at_stake_ops") if key in finding]
         assert len(stakes) >= 1 and all(isinstance(finding[key], int) for key in stakes)
         assert finding["url"].startswith("/") and f"run={report['run']}" in finding["url"]
 
@@ -52,6 +52,21 @@ def test_report_json_of_every_demo_run(demo_store: RunStore) -> None:
         assert [f["title"] for f in report["findings"]] == [f.title for f in insights.findings]
         has_kernels = "kernels" in info.evidence
         assert bool(report["gpu_time"]) == has_kernels
+
+
+def test_report_json_of_a_compiler_run_names_the_pass_that_grew_the_ir(demo_store: RunStore) -> None:
+    run_id = next(info.id for info in demo_store.list_runs() if info.evidence == ["compiler"])
+    result = CliRunner().invoke(cli, ["report", run_id, "--json", "--data", str(demo_store.data_dir)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    check_schema(report)
+    assert report["gpu_time"] == []
+    growth = [f for f in report["findings"] if f["key"].startswith("compiler:growth:")]
+    assert growth, report["findings"]
+    for finding in growth:
+        evidence = finding["evidence"]
+        assert finding["at_stake_ops"] == evidence["ops after"] - evidence["ops before"] == evidence["ops added"]
+        assert finding["url"].startswith(f"/compiler?run={run_id}&compile=") and "&step=" in finding["url"]
 
 
 def test_report_text_and_base_url(demo_store: RunStore) -> None:

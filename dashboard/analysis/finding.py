@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from dashboard.analysis.units import format_bytes, format_ns
+
 HIGH_SHARE = 0.25  # at stake >= 25 % of its total: high severity
 MEDIUM_SHARE = 0.10  # >= 10 %: medium; below: low
 SEVERITIES = ("high", "medium", "low")
@@ -46,7 +48,17 @@ class Finding:
     advice: str  # what to try
     at_stake_ns: int | None = None
     at_stake_bytes: int | None = None
+    at_stake_ops: int | None = None  # compiler findings: IR operations (neither time nor bytes)
     evidence: dict[str, Any] = field(default_factory=dict)  # label -> number or short text
+
+    @property
+    def at_stake_text(self) -> str:
+        """The amount at stake with its unit: a time, bytes or IR operations."""
+        if self.at_stake_ns is not None:
+            return format_ns(self.at_stake_ns)
+        if self.at_stake_bytes is not None:
+            return format_bytes(self.at_stake_bytes)
+        return f"{self.at_stake_ops:,} IR ops" if self.at_stake_ops is not None else "—"
 
     @property
     def severity(self) -> str:
@@ -59,6 +71,8 @@ class Finding:
             del data["at_stake_ns"]
         if data["at_stake_bytes"] is None:
             del data["at_stake_bytes"]
+        if data["at_stake_ops"] is None:
+            del data["at_stake_ops"]
         return data
 
 

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import polars as pl
 
-from dashboard.analysis import breakdown, device_findings, idle_causes, launch_stats
+from dashboard.analysis import breakdown, device_findings, idle_causes, ir_growth, launch_stats, planner_sharing
 from dashboard.analysis import copies as copy_analysis
 from dashboard.analysis.finding import Finding, ranked
 from dashboard.analysis.gpu_busy import merged_intervals
@@ -87,6 +87,9 @@ def run_insights(run: Run) -> Insights:
         skipped.append("buffers kept alive after their last use: op_memory holds totals, not per-buffer lifetimes")
     if run.has("ws_buffers"):
         findings.extend(device_findings.planner_findings(run.id, run.frame("ws_buffers")))
+        findings.extend(planner_sharing.sharing_findings(run.id, run.frame("ws_buffers")))
+    if run.has("ir_steps"):
+        findings.extend(ir_growth.ir_findings(run.id, run.frame("ir_steps")))
     return Insights(run.id, by_rank, by_step, causes, launch, ranked(findings), skipped)
 
 

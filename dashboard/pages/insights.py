@@ -13,11 +13,11 @@ import dash_bootstrap_components as dbc
 import polars as pl
 from dash import dcc, html
 
-from dashboard.analysis import device_findings, time_findings
+from dashboard.analysis import device_findings, ir_growth, planner_sharing, time_findings
 from dashboard.analysis.breakdown import BREAKDOWN_DEFINITION
 from dashboard.analysis.finding import HIGH_SHARE, MEDIUM_SHARE, Finding
 from dashboard.analysis.insights import Insights, run_insights
-from dashboard.analysis.units import format_bytes, format_ns
+from dashboard.analysis.units import format_ns
 from dashboard.figures.insights import breakdown_figure
 from dashboard.layouts.context import current_store
 from dashboard.layouts.page import chart, missing_notice, page_header, resolve_run
@@ -27,6 +27,8 @@ dash.register_page(__name__, path="/insights", name="Insights", order=0.5, title
 
 PATH = "/insights"
 EVIDENCE = "kernels"  # the default run; a run named in the URL may hold any evidence
+# With no kernel run, the newest run with other evidence that has findings (memory, planner, compiler) opens.
+FALLBACK_EVIDENCE = ("memory", "planner", "compiler")
 SEVERITY_COLOURS = {"high": "danger", "medium": "warning", "low": "secondary"}
 MAX_STEP_BARS = 64  # more (rank, step) bars than this are not legible: the per-step chart shows the first ones
 HTA_NOTE = ("Compared with Holistic Trace Analysis (get_temporal_breakdown): the same span, idle, compute and "
@@ -40,7 +42,13 @@ HTA_NOTE = ("Compared with Holistic Trace Analysis (get_temporal_breakdown): the
 
 def _open_run(run_id: str | None) -> tuple[Run | None, html.Div | None]:
     if not run_id:
-        return resolve_run(None, EVIDENCE, PATH)
+        run, notice = resolve_run(None, EVIDENCE, PATH)
+        if run is None:
+            fallback = [info.id for info in current_store().list_runs()
+                        if any(evidence in info.evidence for evidence in FALLBACK_EVIDENCE)]
+            if fallback:
+                return current_store().open(fallback[0]), None
+        return run, notice
     try:
         return current_store().open(run_id), None
     except RunNotFound:
@@ -48,8 +56,7 @@ def _open_run(run_id: str | None) -> tuple[Run | None, html.Div | None]:
 
 
 def at_stake_text(finding: Finding) -> str:
-    amount = (format_ns(finding.at_stake_ns) if finding.at_stake_ns is not None
-              else format_bytes(finding.at_stake_bytes))
+    amount = finding.at_stake_text
     return f"{amount} · {finding.share:.1%} of {finding.share_of}"
 
 
@@ -117,6 +124,7 @@ def _launch_table(insights: Insights) -> html.Table | None:
 
 def _thresholds() -> html.Details:
     items = {**time_findings.THRESHOLDS, **device_findings.THRESHOLDS,
+             "planner sharing": planner_sharing.THRESHOLD, "IR growth": ir_growth.THRESHOLD,
              "severity": f"high at {HIGH_SHARE:.0%} of its total or more, medium at {MEDIUM_SHARE:.0%}, else low"}
     return html.Details([
         html.Summary("Thresholds: when a finding is raised", className="small"),

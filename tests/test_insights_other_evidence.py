@@ -1,0 +1,70 @@
+"""/insights for runs with only compiler or only planner evidence: they open, with their findings and links."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dashboard.analysis.insights import run_insights
+from dashboard.app import create_app
+from dashboard.demo import write_demo_sources
+from dashboard.layouts.shell import URL_STATE
+from dashboard.settings import Settings
+from dashboard.store import RunStore
+from tests.test_initial_layout import HOST, by_id, components, layout
+
+
+@pytest.fixture(scope="module")
+def no_kernel_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, str], RunStore]:
+    """A store holding only the demo's planner run, then its compiler run (newest): no kernel evidence."""
+    data_dir = tmp_path_factory.mktemp("data")
+    sources = write_demo_sources(tmp_path_factory.mktemp("sources"))
+    store = RunStore(data_dir)
+    ids = {name: store.ingest(sources[name]) for name in ("demo-planner", "demo-compiler")}
+    app = create_app(Settings(data_dir=data_dir, seed_demo=False))
+    return app.server.test_client(), ids, store
+
+
+def _links(tree: Any) -> list[str]:
+    findings = by_id(tree, "insights-findings")
+    return [c["props"]["href"] for c in components(findings) if "finding-link" in c["props"].get("className", "")]
+
+
+def test_without_a_kernel_run_insights_opens_the_newest_run_with_findings(
+        no_kernel_runs: tuple[Any, dict[str, str], RunStore]) -> None:
+    client, ids, store = no_kernel_runs
+    tree = layout(client, f"{HOST}/insights")
+    links = _links(tree)
+    assert len(links) == len(run_insights(store.open(ids["demo-compiler"])).findings) > 0
+    assert all(link.startswith(f"/compiler?run={ids['demo-compiler']}&compile=") for link in links)
+
+
+def test_planner_run_lists_sharing_findings_linking_to_the_buffer(
+        no_kernel_runs: tuple[Any, dict[str, str], RunStore]) -> None:
+    client, ids, _store = no_kernel_runs
+    tree = layout(client, f"{HOST}/insights?run={ids['demo-planner']}")
+    links = _links(tree)
+    assert any(link.startswith(f"/planner?run={ids['demo-planner']}&group=") and "&buffer=" in link
+               for link in links)
+    texts = " ".join(str(c["props"].get("children")) for c in components(tree))
+    assert "planner sharing" in texts and "IR growth" in texts  # thresholds explained on the page
+    assert "GPU time: the run has no kernels or copies" in texts
+
+
+def test_links_open_the_views_with_the_state_they_name(no_kernel_runs: tuple[Any, dict[str, str], RunStore]) -> None:
+    client, ids, store = no_kernel_runs
+    growth = next(f for f in run_insights(store.open(ids["demo-compiler"])).findings
+                  if f.key.startswith("compiler:growth:"))
+    compiler = layout(client, f"{HOST}{growth.url}")
+    compile_index, step = growth.key.rsplit(":", 1)[1], growth.url.split("&step=")[1].split("&")[0]
+    assert str(by_id(compiler, "compiler-compile")["props"]["value"]) == compile_index
+    assert str(by_id(compiler, "compiler-step")["props"]["value"]) == step
+    sharing = next(f for f in run_insights(store.open(ids["demo-planner"])).findings
+                   if f.key.startswith("planner:sharing:"))
+    planner = layout(client, f"{HOST}{sharing.url}")
+    group = sharing.key.split(":")[2]
+    assert by_id(planner, "planner-group")["props"]["value"] == group
+    buffer = sharing.url.rsplit("buffer=", 1)[1]
+    state = by_id(planner, {"type": URL_STATE, "page": "planner"})["props"]["data"]
+    assert state["group"] == group and state["buffer"] == buffer  # the page kept the buffer the link names
