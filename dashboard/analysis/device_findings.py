@@ -21,6 +21,7 @@ import polars as pl
 from dashboard.analysis import liveness
 from dashboard.analysis import memory as memory_analysis
 from dashboard.analysis.finding import Finding, view_href
+from dashboard.analysis.planner_sharing import TMEM_COLUMN_BYTES
 from dashboard.analysis.units import format_bytes
 
 PEAK_UTILISATION_MIN = 0.80
@@ -115,7 +116,8 @@ def planner_findings(run_id: str, buffers: pl.DataFrame) -> list[Finding]:
             title=f"{memory} of {group} peaks at {amount} of {limit}"
                   + (" (over capacity)" if headroom < 0 else f" ({headroom:.0%} headroom)"),
             share=peak["peak"] / capacity, share_of=f"{memory} capacity ({limit})",
-            at_stake_bytes=peak["peak"] if unit == "bytes" else None,
+            # TMEM is allocated in columns of 128 lanes × 32 bit: its bytes at stake are columns × 512.
+            at_stake_bytes=peak["peak"] if unit == "bytes" else peak["peak"] * TMEM_COLUMN_BYTES,
             url=view_href("/planner", run_id, group=group, op=peak["at_op"]),
             advice="buffers whose lifetimes do not overlap can share space; fewer pipeline stages or smaller "
                    "tiles lower the peak",

@@ -57,3 +57,12 @@ def test_planner_smem_without_headroom() -> None:
     assert finding.title == f"SMEM of {GROUP} peaks at 220 KiB of 227 KiB (3% headroom)"
     assert finding.url == f"/planner?run=p1&group={GROUP}&op=5"
     assert planner_findings("p1", _buffers([100, 50])) == []
+
+
+def test_planner_tmem_without_headroom_has_bytes_at_stake() -> None:
+    # TMEM counts columns; a finding must still say what is at stake (the report's contract), in bytes.
+    rows = [{"group": GROUP, "memory": "TMEM", "buffer_index": index, "name": f"acc{index}", "cols": cols,
+             "start_op": 0, "end_op": 10} for index, cols in enumerate([256, 240])]
+    (finding,) = planner_findings("p1", schema.conform("ws_buffers", pl.DataFrame(rows)))
+    assert finding.title == f"TMEM of {GROUP} peaks at 496 columns of 512 columns (3% headroom)"
+    assert finding.at_stake_bytes == 496 * 512
