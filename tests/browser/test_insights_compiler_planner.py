@@ -23,7 +23,7 @@ def _follow(page: Page, server, run_id: str, key_prefix: str):
 
 
 def test_ir_growth_finding_opens_the_compiler_on_its_step(page: Page, server, console_errors) -> None:
-    run_id = next(info.id for info in RunStore(server.data_dir).list_runs() if "compiler" in info.evidence)
+    run_id = next(info.id for info in RunStore(server.data_dir).list_runs() if info.name == "demo-compiler")
     finding = _follow(page, server, run_id, "compiler:growth:")
     wanted = parse_qs(urlparse(finding.url).query)
     expect(page).to_have_url(re.compile(r"/compiler\?"), timeout=20_000)
@@ -37,7 +37,7 @@ def test_ir_growth_finding_opens_the_compiler_on_its_step(page: Page, server, co
 
 
 def test_sharing_finding_opens_the_planner_on_its_buffer(page: Page, server, console_errors) -> None:
-    run_id = next(info.id for info in RunStore(server.data_dir).list_runs() if "planner" in info.evidence)
+    run_id = next(info.id for info in RunStore(server.data_dir).list_runs() if info.name == "demo-planner")
     finding = _follow(page, server, run_id, "planner:sharing:")
     buffer = parse_qs(urlparse(finding.url).query)["buffer"][0]
     expect(page).to_have_url(re.compile(rf"/planner\?.*buffer={buffer}\b"), timeout=20_000)

@@ -61,8 +61,17 @@ def test_clicking_a_box_lists_its_kernels_and_writes_the_url(page: Page, server,
     # Another layer updates the chart and the grid in place: the same elements, not new ones.
     page.evaluate("() => { document.querySelector('#layers-kernels-table').dataset.mark = 'kept';"
                   " document.querySelector('#layers-kernels-bar .js-plotly-plot').dataset.mark = 'kept'; }")
-    click_box(2)
-    expect(page).to_have_url(re.compile(r"layer=blocks\.0\.mlp&pass=backward|pass=backward.*layer=blocks\.0\.mlp"))
+    # The chart redraws after the first selection; on a loaded machine a click measured before that
+    # redraw lands on the old box, so it is measured again and repeated until the URL names the layer.
+    wanted = re.compile(r"layer=blocks\.0\.mlp&pass=backward|pass=backward.*layer=blocks\.0\.mlp")
+    for attempt in range(3):
+        click_box(2)
+        try:
+            expect(page).to_have_url(wanted, timeout=5000)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
     expect(page.locator("#layers-detail-title")).to_contain_text("Kernels of blocks.0.mlp (backward): 2 kernels")
     expect(page.locator(AG_ROWS)).to_have_count(2)
     assert page.evaluate("() => document.querySelector('#layers-kernels-table').dataset.mark") == "kept"
