@@ -71,3 +71,25 @@ def test_a_real_export_whose_kernels_end_before_they_start(shared_dir: Path, tmp
     assert lines == [f"warning: {path}: 5 kernels end before they start; dropped"]
     info = RunStore(tmp_path / "data").open(run_id).info
     assert info.row_counts.get("kernels", 0) == 0 and info.row_counts["memcpy"] == 15
+
+
+@pytest.mark.parametrize(
+    ("folder", "expected"),
+    [
+        # edge_cases holds a group whose smem liveness dump has no combined graph beside it.
+        ("edge_cases", ["edge_cases#3: no combined graph: the group is incomplete (the compile stopped between "
+                        "dumps?)"]),
+        ("fa_bwd", []),
+        ("gemm", []),
+        ("gemm_no_debug", []),
+        ("multi_kernel_real_order", []),
+    ],
+)
+def test_each_planner_sample_prints_exactly_its_warnings(shared_dir: Path, tmp_path: Path, folder: str,
+                                                         expected: list[str]) -> None:
+    exit_code, lines, run_id = _ingest(shared_dir / "samples" / "ws" / folder, tmp_path / "data")
+    assert exit_code == 0
+    assert lines == [f"warning: {text}" for text in expected]
+    info = RunStore(tmp_path / "data").open(run_id).info
+    assert info.warnings == expected
+    assert "planner" in info.evidence
