@@ -61,6 +61,14 @@ class Server:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def stop(self) -> None:
+        """End the server process, killing it when it does not exit in 10 s."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
 
 def start_server(data_dir: Path, log_path: Path, *extra_args: str, env: dict | None = None) -> Server:
     port = free_port()
@@ -90,11 +98,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("server")
     running = start_server(root / "data", root / "server.log")
     yield running
-    running.process.terminate()
-    try:
-        running.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        running.process.kill()
+    running.stop()
 
 
 @pytest.fixture

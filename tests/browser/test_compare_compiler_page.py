@@ -7,7 +7,6 @@ with one more pass).
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -30,11 +29,7 @@ def compiler_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server
     running = start_server(root / "data", root / "server.log")
     running.extra.update(ids)
     yield running
-    running.process.terminate()
-    try:
-        running.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        running.process.kill()
+    running.stop()
 
 
 def test_first_differing_pass_and_its_diff(page: Page, compiler_server, console_errors) -> None:

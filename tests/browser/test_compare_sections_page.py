@@ -7,7 +7,6 @@ other pages' tests sharing the session server.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -30,11 +29,7 @@ def compare_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
     series = [store.write("series", kernel_tables(kernels_per_stream=40 + 20 * i, seed=i)) for i in range(3)]
     running.extra.update(memory=memory, small=small, series=series, planner=planner)
     yield running
-    running.process.terminate()
-    try:
-        running.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        running.process.kill()
+    running.stop()
 
 
 def test_two_runs_ticked_on_the_runs_page_open_their_compare(page: Page, compare_server, console_errors) -> None:

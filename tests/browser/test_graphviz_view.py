@@ -141,8 +141,7 @@ def test_without_graphviz_the_page_says_so_and_draws_the_builtin_layout(
                                " return el && el._cyreg && el._cyreg.cy.nodes().length === 3; }", timeout=30_000)
         expect(page.locator("iframe#planner-dot-svg")).to_have_count(0)
     finally:
-        other.process.terminate()
-        other.process.wait(timeout=10)
+        other.stop()
     assert console_errors == []
 
 

@@ -109,5 +109,4 @@ def test_the_page_png_carries_the_login(browser: Browser, server, tmp_path: Path
         anonymous.close()
     finally:
         context.close()
-        other.process.terminate()
-        other.process.wait(timeout=10)
+        other.stop()
