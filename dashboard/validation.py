@@ -30,10 +30,11 @@ TEN_YEARS_NS = int(10 * 365.25 * 24 * 3600 * 1_000_000_000)
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 # Sizes that are a row's detail, not its substance: a negative one is cleared (null) and counted.
-# Per table: device_memory's `allocated` may be negative by design (a relative running sum from the
-# trace's start, which can open with frees), so it is not listed.
+# Per table. device_memory's totals are checked only on rows with absolute totals: a relative curve (a
+# running sum from the trace's start) goes below zero when the trace opens with frees.
 DETAIL_SIZE_COLUMNS: dict[str, tuple[str, ...]] = {
     "kernels": ("shared_memory",),
+    "device_memory": ("allocated", "reserved"),
     "op_memory": ("total_per_bank", "allocated_per_bank", "free_per_bank", "largest_free_per_bank", "total",
                   "allocated", "free", "largest_free", "unpadded_bytes", "padded_bytes"),
     "memory_segments": ("size",),
@@ -47,6 +48,7 @@ ROW_NOUNS: dict[str, tuple[str, str]] = {
     "api_calls": ("API call", "API calls"),
     "stack": ("stack frame", "stack frames"),
     "ws_buffers": ("planner buffer", "planner buffers"),
+    "device_memory": ("allocator event", "allocator events"),
 }
 
 
@@ -136,11 +138,12 @@ def _clear_negative_sizes(frame: pl.DataFrame, table: str, source: str) -> tuple
     sizes = [c for c in DETAIL_SIZE_COLUMNS.get(table, ()) if c in frame.columns and frame.schema[c].is_numeric()]
     if not sizes or frame.height == 0:
         return frame, []
-    counts = frame.select([(pl.col(c) < 0).fill_null(False).sum().alias(c) for c in sizes]).row(0)
+    checked = ~pl.col("relative").fill_null(False) if "relative" in frame.columns else pl.lit(True)
+    counts = frame.select([((pl.col(c) < 0) & checked).fill_null(False).sum().alias(c) for c in sizes]).row(0)
     negative = [(column, count) for column, count in zip(sizes, counts, strict=True) if count]
     if not negative:
         return frame, []
-    frame = frame.with_columns([pl.when(pl.col(c) < 0).then(None).otherwise(pl.col(c)).alias(c)
+    frame = frame.with_columns([pl.when((pl.col(c) < 0) & checked).then(None).otherwise(pl.col(c)).alias(c)
                                 for c, _ in negative])
     warnings = [f"{source}: {rows_of(table, count)} {'has' if count == 1 else 'have'} a negative {column}; cleared"
                 for column, count in negative]

@@ -91,3 +91,14 @@ def test_a_negative_detail_size_is_cleared_not_the_row() -> None:
     assert warnings == ["trace.json: 2 kernels have a negative shared_memory; cleared"]
     one = kernels.with_columns(pl.Series("shared_memory", [0, -5, 1, 2], dtype=pl.Int64))
     assert drop_impossible_rows({"kernels": one}, "t")[1] == ["t: 1 kernel has a negative shared_memory; cleared"]
+
+
+def test_negative_allocator_totals_are_cleared_only_where_they_are_absolute() -> None:
+    # A damaged snapshot can give an absolute `allocated` below zero (found by fuzzing the snapshot
+    # collector); a relative curve (running sum from the trace's start) may go below zero by design.
+    events = schema.conform("device_memory", pl.DataFrame({
+        "time_ns": [T0, T0 + 1, T0 + 2, T0 + 3], "bytes_delta": [10, -20, 5, -30],
+        "allocated": [10, -10, -5, -35], "relative": [False, False, True, True]}))
+    kept, warnings = drop_impossible_rows({"device_memory": events}, "snap.pickle")
+    assert kept["device_memory"]["allocated"].to_list() == [10, None, -5, -35]
+    assert warnings == ["snap.pickle: 1 allocator event has a negative allocated; cleared"]

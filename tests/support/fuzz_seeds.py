@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.demo import kineto_trace, nsys_export, tt_memory_log, ws_dumps
+from dashboard.demo import kineto_trace, nsys_export, torch_snapshot, tt_memory_log, ws_dumps
 from dashboard.demo.triton_ir_text import generated_log
 
 _DEMO_KERNELS = Path(kineto_trace.__file__).with_name("triton_kernels_src.py")
@@ -23,7 +23,8 @@ _DEMO_KERNELS = Path(kineto_trace.__file__).with_name("triton_kernels_src.py")
 # How a seed's bytes are stored on disk, which decides how it is mutated.
 TEXT, GZIP, SQLITE = "text", "gzip", "sqlite"
 
-FORMATS = ("kineto_json", "kineto_gz", "nsys", "tt_log", "tt_json", "dot_planner", "dot_plain", "triton_ir")
+FORMATS = ("kineto_json", "kineto_gz", "nsys", "tt_log", "tt_json", "dot_planner", "dot_plain", "triton_ir",
+           "torch_snapshot")
 
 # Kineto events kept in the seed (of ~2,500): a few hundred kernels, ops and runtime calls.
 _KINETO_EVENTS = 1000
@@ -97,6 +98,11 @@ def _planner_files() -> dict[str, bytes]:
     return files
 
 
+def _snapshot_bytes() -> bytes:
+    with tempfile.TemporaryDirectory() as folder:
+        return torch_snapshot.write(Path(folder) / "snapshot.pickle", steps=2, layers=3).read_bytes()
+
+
 def build_seeds() -> dict[str, list[Seed]]:
     """Every format's seeds (deterministic: the generators use fixed seeds)."""
     kineto = _kineto_text().encode()
@@ -114,6 +120,8 @@ def build_seeds() -> dict[str, list[Seed]]:
         # The demo's generated MLIR_ENABLE_DUMP log (the shape Triton writes; no Triton needed).
         "triton_ir": [Seed("triton_ir", "mlir_dump.txt", "mlir_dump.txt",
                            generated_log(_DEMO_KERNELS).encode())],
+        # A PyTorch allocator snapshot pickle (the restricted unpickler's input); byte mutations only.
+        "torch_snapshot": [Seed("torch_snapshot", "snapshot.pickle", "snapshot.pickle", _snapshot_bytes())],
     }
     return seeds
 

@@ -63,7 +63,9 @@ def _load(path: Path, streaming: bool) -> tuple[Any, list[pl.DataFrame], dict[in
             OverflowError, UnicodeDecodeError) as exc:
         if "truncated" in str(exc):
             raise IngestError(path, "truncated pickle: the file ends before the snapshot does") from None
-        raise IngestError(path, f"corrupt pickle ({type(exc).__name__}: {str(exc)[:120]})") from None
+        # The exception's text is the unpickler's or polars' (issue 14: no library text reaches the user).
+        what = "a value of the wrong type" if isinstance(exc, TypeError | AttributeError) else "damaged data"
+        raise IngestError(path, f"corrupt pickle: its bytes do not decode as an allocator snapshot ({what})") from None
     numbers = {}
     traces = snapshot.get("device_traces") if isinstance(snapshot, dict) else None
     for index, trace in enumerate(traces if isinstance(traces, list) else []):
