@@ -27,7 +27,7 @@ def _missing() -> str | None:
         return "torch is not installed"
     if not torch.cuda.is_available():
         return "no CUDA GPU visible to torch"
-    from dashboard.collectors.cupti_backend import probe
+    from dashboard.capture.cupti_backend import probe
 
     reason = probe()
     return f"CUPTI unavailable: {reason}" if reason else None
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"capture_overhead: needs an NVIDIA GPU with CUDA torch and cupti-python ({missing}); nothing measured")
         return 0
 
-    from dashboard.collectors.cupti import CaptureSession
+    from dashboard.capture.session import CaptureSession
 
     run = _workload(args.width, args.depth)
     run(5)  # warm-up: cuBLAS handles, allocator, lazy init

@@ -226,7 +226,7 @@ def main() -> None:
             print(f"generating {trace} ...")
             write_memory_trace(trace, args.memory_events)
         megabytes = trace.stat().st_size / 1e6
-        result = _ingest(trace, "dashboard.collectors.kineto")
+        result = _ingest(trace, "dashboard.collectors.kineto.collector")
         if result:
             print(f"trace {megabytes:,.0f} MB ({args.memory_events:,} memory events): {result['wall']:.1f} s wall "
                   f"({megabytes / result['wall']:.0f} MB/s), peak RSS {result['rss_mb']:,.0f} MB; "

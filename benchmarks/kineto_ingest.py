@@ -54,7 +54,7 @@ threading.Thread(target=_sample, daemon=True).start()
 _OURS = _TREE_RSS + """
 import json, resource, sys, time
 from pathlib import Path
-from dashboard.collectors.kineto import COLLECTOR
+from dashboard.collectors.kineto.collector import COLLECTOR
 import_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 wall, cpu = time.perf_counter(), time.process_time()
 result = COLLECTOR.collect([Path(sys.argv[1])], lambda fraction, message: None)

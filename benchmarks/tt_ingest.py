@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from dashboard.collectors.base import no_progress
-from dashboard.collectors.tt_memory import COLLECTOR
+from dashboard.collectors.tt.collector import COLLECTOR
 from dashboard.demo import tt_memory_log
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

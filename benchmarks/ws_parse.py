@@ -25,9 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dashboard.collectors.base import no_progress
-from dashboard.collectors.dot_grammar import parse_dot
-from dashboard.collectors.triton_ws import COLLECTOR
-from dashboard.collectors.triton_ws_blocks import find_blocks
+from dashboard.collectors.dot.grammar import parse_dot
+from dashboard.collectors.triton_ws.blocks import find_blocks
+from dashboard.collectors.triton_ws.collector import COLLECTOR
 from dashboard.demo import ws_dumps
 from dashboard.demo.ws_dump_text import combined_graph
 

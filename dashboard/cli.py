@@ -348,7 +348,7 @@ def compare(run_a: str, run_b: str, data_dir: Path, as_json: bool, rank_a: int |
 
 def _register_optional_commands() -> None:
     # Capture needs no GPU to be listed; it explains itself when CUPTI is absent.
-    from dashboard.capture import capture_command, merge_command
+    from dashboard.capture.command import capture_command, merge_command
 
     cli.add_command(capture_command)
     cli.add_command(merge_command)

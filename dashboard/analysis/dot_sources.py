@@ -21,8 +21,8 @@ from typing import Any
 import polars as pl
 
 from dashboard.collectors.base import read_source_bytes
-from dashboard.collectors.triton_ws import first_graph_offset
-from dashboard.collectors.triton_ws_blocks import normalise_text
+from dashboard.collectors.triton_ws.blocks import normalise_text
+from dashboard.collectors.triton_ws.collector import first_graph_offset
 from dashboard.store import SOURCE_DIR, Run
 
 

@@ -37,11 +37,11 @@ _log = logging.getLogger(__name__)
 # Order matters: the first collector that recognises a file owns it, so the
 # most specific formats come first.
 COLLECTOR_MODULES: tuple[str, ...] = (
-    "dashboard.collectors.nsys",
-    "dashboard.collectors.tt_memory",
+    "dashboard.collectors.nsys.collector",
+    "dashboard.collectors.tt.collector",
     "dashboard.collectors.triton_ir",
-    "dashboard.collectors.triton_ws",
-    "dashboard.collectors.kineto",
+    "dashboard.collectors.triton_ws.collector",
+    "dashboard.collectors.kineto.collector",
     "dashboard.collectors.torch_snapshot",
 )
 
@@ -62,13 +62,7 @@ def collectors() -> list[Collector]:
     """Every collector, in the order they are consulted."""
     found: list[Collector] = list(_extra)
     for module_name in COLLECTOR_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue  # not built yet in this checkout
-            raise
-        found.append(module.COLLECTOR)
+        found.append(importlib.import_module(module_name).COLLECTOR)
     return found
 
 

@@ -20,10 +20,10 @@ from types import CodeType
 
 import polars as pl
 
-from dashboard.collectors.cupti import CaptureSession
-from dashboard.collectors.cupti_fake import FakeCuptiBackend, VirtualClock
-from dashboard.collectors.stacks import StackLimits
-from dashboard.markers import mark
+from dashboard.capture.cupti_fake import FakeCuptiBackend, VirtualClock
+from dashboard.capture.markers import mark
+from dashboard.capture.session import CaptureSession
+from dashboard.capture.stacks import StackLimits
 
 SEED = 20240611
 STEPS = 5

@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from dashboard.analysis.flops import (
+from dashboard.collectors.kineto.flops import (
     FLOP_OP_NAMES,
     conv_flops,
     flops_from_shapes,

@@ -123,7 +123,7 @@ def test_a_base_time_beyond_int64_is_refused_with_where(tmp_path: Path) -> None:
 def test_json_errors_carry_an_offset_not_the_parser_text(tmp_path: Path, content: bytes, problem: str) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(content)
-    from dashboard.collectors.kineto import COLLECTOR
+    from dashboard.collectors.kineto.collector import COLLECTOR
 
     with pytest.raises(IngestError) as caught:
         COLLECTOR.collect([path], lambda fraction, message: None)
@@ -133,7 +133,7 @@ def test_json_errors_carry_an_offset_not_the_parser_text(tmp_path: Path, content
 @pytest.mark.parametrize("damage", ["not utf-8", "deep"])
 def test_the_parallel_decoder_hands_damaged_files_to_the_precise_single_process_path(tmp_path: Path,
                                                                                     damage: str) -> None:
-    from dashboard.collectors import kineto_parallel
+    from dashboard.collectors.kineto import parallel as kineto_parallel
 
     events = [*_good() * 200, x("cpu_op", "aten::NAME", 12, 1)]
     path = write(tmp_path / "t.json", events)

@@ -7,8 +7,8 @@ from collections import Counter
 import msgspec
 import pytest
 
-from dashboard.collectors.kineto_columns import RawColumns, group_events
-from dashboard.collectors.kineto_decode import _FAST, _LENIENT
+from dashboard.collectors.kineto.columns import RawColumns, group_events
+from dashboard.collectors.kineto.decode import _FAST, _LENIENT
 
 CHUNK = msgspec.json.encode([
     {"ph": "X", "cat": "kernel", "name": "k0", "ts": 1, "args": {"grid": [4, 2, 1], "correlation": 7}},

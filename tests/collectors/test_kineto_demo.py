@@ -13,7 +13,7 @@ import pytest
 
 from dashboard.collectors import registry
 from dashboard.collectors.base import Collected
-from dashboard.collectors.kineto import COLLECTOR
+from dashboard.collectors.kineto.collector import COLLECTOR
 from dashboard.demo import kineto_trace
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, probe_file
-from dashboard.collectors.kineto import COLLECTOR
+from dashboard.collectors.kineto.collector import COLLECTOR
 from tests.collectors.test_kineto_parsing import collect, launch, write, x
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from dashboard.collectors.kineto_nesting import depth_from_parents, enclosing, flag_inherited, inherit, nest
-from dashboard.collectors.kineto_ranges import module_path
+from dashboard.collectors.kineto.nesting import depth_from_parents, enclosing, flag_inherited, inherit, nest
+from dashboard.collectors.kineto.ranges import module_path
 
 
 def _tree(frame: pl.DataFrame) -> dict[str, tuple[str | None, int]]:

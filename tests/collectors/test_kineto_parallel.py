@@ -13,8 +13,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from dashboard.collectors import kineto_parallel
-from dashboard.collectors.kineto_decode import DecodedTrace, decode_file
+from dashboard.collectors.kineto import parallel as kineto_parallel
+from dashboard.collectors.kineto.decode import DecodedTrace, decode_file
 from dashboard.demo import kineto_trace
 from tests.collectors.test_kineto_parsing import launch, write, x
 
@@ -160,7 +160,7 @@ def test_shared_samples_decode_identically_in_parallel(shared_dir: Path) -> None
 def test_chunks_are_bracketed_in_place_and_the_bytes_restored(tmp_path: Path) -> None:
     import mmap
 
-    from dashboard.collectors.kineto_worker import decode_range
+    from dashboard.collectors.kineto.worker import decode_range
 
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": _many_events(40)}, separators=(",", ":")))  # `},{`: no spare byte

@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 from dashboard import schema
-from dashboard.collectors import kineto_decode
 from dashboard.collectors.base import Collected
-from dashboard.collectors.kineto import COLLECTOR
+from dashboard.collectors.kineto import decode as kineto_decode
+from dashboard.collectors.kineto.collector import COLLECTOR
 
 PID, MAIN, AUTOGRAD = 50, 50, 51
 

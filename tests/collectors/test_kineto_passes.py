@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from dashboard.collectors.base import Collected
-from dashboard.collectors.kineto import COLLECTOR
+from dashboard.collectors.kineto.collector import COLLECTOR
 from tests.support.kineto_passes_trace import Shape, kernels_per_step, write
 
 

@@ -16,7 +16,7 @@ import pytest
 from dashboard.analysis.timeline_lanes import pass_bands
 from dashboard.collectors import registry
 from dashboard.collectors.base import Collected
-from dashboard.collectors.kineto import COLLECTOR
+from dashboard.collectors.kineto.collector import COLLECTOR
 
 pytestmark = pytest.mark.shared
 

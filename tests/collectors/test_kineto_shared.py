@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from dashboard.collectors.base import Collected
-from dashboard.collectors.kineto import COLLECTOR
+from dashboard.collectors.kineto.collector import COLLECTOR
 
 pytestmark = pytest.mark.shared
 

@@ -11,9 +11,10 @@ import polars as pl
 import pytest
 
 from dashboard import schema
-from dashboard.collectors import nsys, registry
+from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, no_progress, probe_file
-from dashboard.collectors.nsys_nvtx import nest
+from dashboard.collectors.nsys import collector as nsys
+from dashboard.collectors.nsys.nvtx import nest
 from dashboard.demo import nsys_export
 from dashboard.demo.nsys_export import BAD_UTF8_DECODED, KERNEL_NAMES, ExportOptions, write_export
 

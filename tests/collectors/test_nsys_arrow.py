@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.collectors import nsys_db, registry
+from dashboard.collectors import registry
+from dashboard.collectors.nsys import db as nsys_db
 from dashboard.demo.nsys_export import ExportOptions, write_export
 
 

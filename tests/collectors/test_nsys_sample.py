@@ -8,8 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from dashboard.collectors import nsys, registry
+from dashboard.collectors import registry
 from dashboard.collectors.base import probe_file
+from dashboard.collectors.nsys import collector as nsys
 
 pytestmark = pytest.mark.shared
 

@@ -11,7 +11,7 @@ import pytest
 
 from dashboard.collectors import registry
 from dashboard.collectors.base import no_progress, probe_file
-from dashboard.collectors.triton_ws import COLLECTOR
+from dashboard.collectors.triton_ws.collector import COLLECTOR
 from dashboard.demo import ws_dumps
 from dashboard.demo.ws_dump_text import Kernel, combined_graph, node_id, smem_liveness, tmem_liveness
 

@@ -16,7 +16,7 @@ import pytest
 
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError
-from dashboard.collectors.dot_grammar import MAX_NESTING
+from dashboard.collectors.dot.grammar import MAX_NESTING
 from dashboard.demo import ws_dumps
 from dashboard.demo.ws_dump_text import combined_graph, smem_liveness
 from tests.support.fuzz_outcomes import time_limit

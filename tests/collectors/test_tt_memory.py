@@ -11,7 +11,7 @@ import pytest
 from dashboard.analysis import memory as analysis
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, no_progress, probe_file
-from dashboard.collectors.tt_memory import COLLECTOR
+from dashboard.collectors.tt.collector import COLLECTOR
 from dashboard.demo.tt_memory_sim import memory_line, runtime_line
 
 MIB = 1024 * 1024

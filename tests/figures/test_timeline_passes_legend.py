@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from dashboard import schema
 from dashboard.analysis.timeline import prepare_timeline, timeline_view
-from dashboard.collectors.kineto import COLLECTOR
+from dashboard.collectors.kineto.collector import COLLECTOR
 from dashboard.figures.theme import PASS_COLOURS
 from dashboard.figures.timeline import timeline_figure_dict
 from dashboard.figures.timeline_marks import LANE_LEGEND, LEGEND_RANGE_NAMES, PASS_STRIPE

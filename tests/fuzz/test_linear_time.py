@@ -16,8 +16,12 @@ from pathlib import Path
 import pytest
 
 from dashboard.analysis import timeline_lanes
-from dashboard.collectors import dot_grammar, kineto_ranges, triton_ws, triton_ws_blocks, triton_ws_semantics
+from dashboard.collectors.dot import grammar as dot_grammar
+from dashboard.collectors.kineto import ranges as kineto_ranges
 from dashboard.collectors.triton_ir import headers as ir_headers
+from dashboard.collectors.triton_ws import blocks as triton_ws_blocks
+from dashboard.collectors.triton_ws import collector as triton_ws
+from dashboard.collectors.triton_ws import semantics as triton_ws_semantics
 from tests.support.fuzz_outcomes import time_limit
 
 # A backstop for a hang inside C code, which the per-case SIGALRM cannot interrupt (thread method: the
@@ -101,16 +105,16 @@ def test_every_python_regex_module_is_audited() -> None:
     """A new `import re` in a module that reads input must add its patterns above (or say why not)."""
     audited_elsewhere = {
         # Input patterns checked above.
-        "collectors/dot_grammar.py", "collectors/triton_ws.py", "collectors/triton_ws_blocks.py",
-        "collectors/triton_ws_semantics.py", "analysis/timeline_lanes.py",
+        "collectors/dot/grammar.py", "collectors/triton_ws/collector.py", "collectors/triton_ws/blocks.py",
+        "collectors/triton_ws/semantics.py", "analysis/timeline_lanes.py",
         # Single-pass patterns without nested or adjacent quantifiers over the same characters
         # (character classes, anchored literals, bounded `\d{1,4}`): linear as written.
-        "exports/png.py", "figures/planner_graph.py", "collectors/nsys_enums.py", "collectors/nsys.py",
-        "collectors/tt_common.py", "collectors/tt_log.py", "collectors/kineto_decode.py",
-        "collectors/kineto_parallel.py", "collectors/kineto_tables.py", "collectors/cupti_ranks.py",
-        "collectors/cupti_backend.py", "app.py", "store.py", "analysis/flops.py", "analysis/selection.py",
+        "exports/png.py", "figures/planner_graph.py", "collectors/nsys/enums.py", "collectors/nsys/collector.py",
+        "collectors/tt/common.py", "collectors/tt/runtime_log.py", "collectors/kineto/decode.py",
+        "collectors/kineto/parallel.py", "collectors/kineto/tables.py", "capture/rank_merge.py",
+        "capture/cupti_backend.py", "app.py", "store.py", "collectors/kineto/flops.py", "analysis/selection.py",
         "analysis/kernel_names.py", "analysis/memory_view.py", "pages/home.py",
-        "collectors/kineto_ranges.py", "collectors/triton_ir/headers.py",
+        "collectors/kineto/ranges.py", "collectors/triton_ir/headers.py",
         # Possessive or single-path patterns over disjoint character classes, literals, or tokens
         # that cannot overlap (one alternative per first character): linear as written.
         "analysis/compiler_memory.py", "collectors/failures.py", "collectors/triton_ir/bodies.py",

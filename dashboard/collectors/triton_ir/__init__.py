@@ -151,7 +151,7 @@ class TritonIrCollector:
     def _add_planner(self, paths: list[Path], frames: dict[str, pl.DataFrame], metadata: dict[str, Any],
                      warnings: list[str], progress: ProgressFn) -> None:
         # The same log read by the planner collector: its DOT blocks become the /planner tables.
-        from dashboard.collectors.triton_ws import COLLECTOR as PLANNER
+        from dashboard.collectors.triton_ws.collector import COLLECTOR as PLANNER
 
         progress(0.95, "reading planner graphs in the same log")
         try:

@@ -18,7 +18,7 @@ from dashboard.collectors.triton_ir.bodies import DIALECTS, TextStore, python_fi
 from dashboard.collectors.triton_ir.headers import Header, pass_option
 from dashboard.collectors.triton_ir.stream import read_pieces
 
-# Lines that tell a planner debug log (the markers collectors/triton_ws.py sniffs), searched only in
+# Lines that tell a planner debug log (the markers collectors/triton_ws/collector.py sniffs), searched only in
 # non-dump text.
 PLANNER_MARK = re.compile(
     rb"^digraph (?:SmemBufferLiveness|TmemBufferLiveness|CombinedGraph) \{"

@@ -1,0 +1,209 @@
+"""The thin layer between a capture session and cupti-python.
+
+A backend is the handful of CUPTI calls a session makes: register the buffer
+callbacks, enable / disable activity kinds, flush, read CUPTI's clock and push
+/ pop external correlation ids. `CuptiBackend` makes those calls on the real
+`cupti` module, imported lazily so the rest of the dashboard runs without it;
+`dashboard.capture.cupti_fake.FakeCuptiBackend` makes them on a simulated
+GPU for tests and demos. Both deliver records through the same two callbacks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from dashboard.capture import records
+
+RequestedFn = Callable[[], tuple[int, int]]
+CompletedFn = Callable[[list[Any]], None]
+
+_VERSION_SUFFIX = re.compile(r"_v\d+$")
+
+
+class CaptureUnavailable(RuntimeError):
+    """CUPTI cannot be used here (no package, no driver, no GPU)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"CUPTI unavailable: {reason}")
+
+
+class CaptureBackend(Protocol):
+    name: str
+
+    def register_callbacks(self, requested: RequestedFn, completed: CompletedFn) -> None: ...
+    def unregister_callbacks(self) -> None: ...
+    def enable(self, kind: int) -> None: ...
+    def disable(self, kind: int) -> None: ...
+    def flush_all(self) -> None: ...
+    def timestamp(self) -> int: ...
+    def push_external_id(self, external_id: int) -> None: ...
+    def pop_external_id(self) -> None: ...
+    def synchronize(self) -> None: ...
+    def dropped_records(self) -> int: ...
+    def api_name(self, kind: int, cbid: int) -> str: ...
+
+
+def display_api_name(enum_name: str) -> str:
+    """`cudaLaunchKernel_v7000` -> `cudaLaunchKernel` (the version tag is noise in a chart)."""
+    return _VERSION_SUFFIX.sub("", enum_name)
+
+
+class _CallbackRouter:
+    """The one pair of buffer callbacks this process ever registers with CUPTI.
+
+    CUPTI keeps a single pair per process; registering a second pair (as the
+    original code did for its memcpy and kernel collectors) silently steals
+    the records of the first. Sessions come and go, so CUPTI gets these two
+    trampolines once and they forward to whichever sink is current.
+    """
+
+    def __init__(self) -> None:
+        self.registered = False
+        self.requested: RequestedFn | None = None
+        self.completed: CompletedFn | None = None
+        self.orphan_records = 0
+
+    def on_requested(self) -> tuple[int, int]:
+        target = self.requested
+        return target() if target is not None else (records.BUFFER_BYTES, 0)
+
+    def on_completed(self, activities: list[Any]) -> None:
+        target = self.completed
+        if target is None:
+            self.orphan_records += len(activities)
+            return
+        target(activities)
+
+
+_ROUTER = _CallbackRouter()
+_IMPORT_LOCK = threading.Lock()
+
+
+def _load_cupti() -> Any:
+    """Import `cupti.cupti` and prove the driver answers, or say why not."""
+    with _IMPORT_LOCK:
+        try:
+            from cupti import cupti  # type: ignore[import-not-found]
+        except ImportError as exc:
+            missing = getattr(exc, "name", None)
+            if missing in ("cupti", "cupti.cupti"):
+                raise CaptureUnavailable("cupti-python is not installed (pip install 'dashboard[cuda]')") from None
+            raise CaptureUnavailable(f"cupti-python cannot be imported ({exc})") from None
+        except Exception as exc:  # a broken install fails in odd ways
+            raise CaptureUnavailable(f"cupti-python cannot be imported ({exc})") from None
+    try:
+        cupti.get_timestamp()
+    except Exception as exc:  # NotSupportedError (a RuntimeError) or cupti.cuptiError
+        raise CaptureUnavailable(str(exc) or type(exc).__name__) from None
+    return cupti
+
+
+def _set_nvtx_injection() -> None:
+    # NVTX ranges reach CUPTI only when NVTX loads the same libcupti
+    # (cupti-python docs, Getting Started); harmless when it cannot be found.
+    if os.environ.get("NVTX_INJECTION64_PATH"):
+        return
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib  # type: ignore[import-not-found]
+
+        os.environ["NVTX_INJECTION64_PATH"] = load_nvidia_dynamic_lib("cupti").abs_path
+    except Exception:
+        return
+
+
+class CuptiBackend:
+    """The real backend: every method is one cupti-python call."""
+
+    name = "cupti"
+
+    def __init__(self) -> None:
+        self._cupti = _load_cupti()
+        _set_nvtx_injection()
+
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:
+            raise CaptureUnavailable(f"{what} failed ({exc})") from exc
+
+    def register_callbacks(self, requested: RequestedFn, completed: CompletedFn) -> None:
+        _ROUTER.requested, _ROUTER.completed = requested, completed
+        if not _ROUTER.registered:
+            self._call(
+                "activity_register_callbacks",
+                self._cupti.activity_register_callbacks,
+                _ROUTER.on_requested,
+                _ROUTER.on_completed,
+            )
+            _ROUTER.registered = True
+
+    def unregister_callbacks(self) -> None:
+        _ROUTER.requested, _ROUTER.completed = None, None
+
+    def enable(self, kind: int) -> None:
+        self._call(f"activity_enable({records.KIND_NAMES.get(kind, kind)})", self._cupti.activity_enable, kind)
+
+    def disable(self, kind: int) -> None:
+        with contextlib.suppress(Exception):
+            self._cupti.activity_disable(kind)
+
+    def flush_all(self) -> None:
+        self._call("activity_flush_all", self._cupti.activity_flush_all, 1)  # 1 = FLUSH_FORCED
+
+    def timestamp(self) -> int:
+        return self._cupti.get_timestamp()
+
+    def push_external_id(self, external_id: int) -> None:
+        self._cupti.activity_push_external_correlation_id(records.EXTERNAL_KIND_CUSTOM0, external_id)
+
+    def pop_external_id(self) -> None:
+        self._cupti.activity_pop_external_correlation_id(records.EXTERNAL_KIND_CUSTOM0)
+
+    def synchronize(self) -> None:
+        """Wait for queued GPU work so its records exist before the flush."""
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            with contextlib.suppress(Exception):
+                if torch.cuda.is_initialized():
+                    torch.cuda.synchronize()
+                    return
+        with contextlib.suppress(Exception):
+            from cuda.bindings import driver  # type: ignore[import-not-found]
+
+            error, context = driver.cuCtxGetCurrent()
+            if int(error) == 0 and int(context or 0):
+                driver.cuCtxSynchronize()
+
+    def dropped_records(self) -> int:
+        """Records CUPTI dropped for lack of buffer space (0 when it cannot tell)."""
+        dropped = ctypes.c_size_t(0)
+        try:
+            self._cupti.activity_get_num_dropped_records(0, 0, ctypes.addressof(dropped))
+        except Exception:
+            return 0
+        return int(dropped.value)
+
+    def api_name(self, kind: int, cbid: int) -> str:
+        # The cbid enums work offline; `get_callback_name` would need the driver.
+        enum = self._cupti.DriverApiTraceCbid if kind == records.DRIVER else self._cupti.RuntimeApiTraceCbid
+        try:
+            return display_api_name(enum(cbid).name)
+        except ValueError:
+            return f"cbid {cbid}"
+
+
+def probe() -> str | None:
+    """None when live capture can run here, else the reason it cannot."""
+    try:
+        _load_cupti()
+    except CaptureUnavailable as exc:
+        return exc.reason
+    return None

@@ -1,0 +1,249 @@
+"""Canonical tables from captured activity frames (pure polars, no CUPTI).
+
+Input: one frame per activity kind as `RecordSink.frames()` returns it (columns
+named after the record fields), plus the host-side `ranges`. Output: the
+`kernels`, `memcpy`, `api_calls` and `ranges` tables of `dashboard.schema`.
+
+Attribution: an EXTERNAL_CORRELATION record maps a CUDA API call's
+correlation id to the id of the innermost range open on the calling thread
+(pushed by `RangeRecorder`); the kernel or copy that call launched carries the
+same correlation id, so it inherits that range's layer and pass. A match is
+kept only when the API call started inside the range, which discards ids a
+thread still had pushed after the range ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import polars as pl
+
+from dashboard import schema
+from dashboard.capture import records as rec
+from dashboard.capture.demangle import demangle_column
+
+# CUPTI ActivityMemcpyKind -> the canonical short names; unknown ids stay visible.
+COPY_KIND_NAMES: dict[int, str] = {
+    0: "Unknown",
+    1: "HtoD",
+    2: "DtoH",
+    3: "HtoA",
+    4: "AtoH",
+    5: "AtoA",
+    6: "AtoD",
+    7: "DtoA",
+    8: "DtoD",
+    9: "HtoH",
+    10: "PtoP",
+}
+# CUPTI ActivityMemoryKind (differs from Nsight Systems' ids: never share this map).
+MEMORY_KIND_NAMES: dict[int, str] = {
+    0: "Unknown",
+    1: "Pageable",
+    2: "Pinned",
+    3: "Device",
+    4: "Array",
+    5: "Managed",
+    6: "Device static",
+    7: "Managed static",
+}
+
+ApiNameFn = Callable[[int, int], str]
+# `dashboard.mark` emits NVTX in this domain; the capture already has those as
+# "marker" ranges, so their MARKER records are not turned into a second copy.
+OWN_NVTX_DOMAIN = "dashboard"
+
+
+def _named(column: str, names: dict[int, str], prefix: str) -> pl.Expr:
+    return pl.col(column).replace_strict(
+        names, default=pl.format(f"{prefix} {{}}", pl.col(column)), return_dtype=pl.String
+    )
+
+
+def _timed(frame: pl.DataFrame) -> pl.DataFrame:
+    # "A value of 0 for both the start and end timestamps indicates that
+    # timestamp information could not be collected": such rows are dropped.
+    return frame.filter(~((pl.col("start") == 0) & (pl.col("end") == 0))).rename({"start": "start_ns", "end": "end_ns"})
+
+
+def _kernels(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
+    frame = _timed(frame)
+    return frame.select(
+        pl.lit(rank).alias("rank"),
+        pl.col("device_id").alias("device"),
+        pl.col("stream_id").alias("stream"),
+        pl.col("correlation_id").alias("correlation"),
+        demangle_column(frame["name"]).alias("name"),
+        "start_ns",
+        "end_ns",
+        "grid_x",
+        "grid_y",
+        "grid_z",
+        "block_x",
+        "block_y",
+        "block_z",
+        pl.col("registers_per_thread").alias("registers"),
+        (pl.col("static_shared_memory").fill_null(0) + pl.col("dynamic_shared_memory").fill_null(0)).alias(
+            "shared_memory"
+        ),
+    )
+
+
+def _copies(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
+    return _timed(frame).select(
+        pl.lit(rank).alias("rank"),
+        pl.col("device_id").alias("device"),
+        pl.col("stream_id").alias("stream"),
+        pl.col("correlation_id").alias("correlation"),
+        _named("copy_kind", COPY_KIND_NAMES, "kind").alias("kind"),
+        _named("src_kind", MEMORY_KIND_NAMES, "memory kind").alias("src_kind"),
+        _named("dst_kind", MEMORY_KIND_NAMES, "memory kind").alias("dst_kind"),
+        "bytes",
+        "start_ns",
+        "end_ns",
+    )
+
+
+def _memsets(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
+    return _timed(frame).select(
+        pl.lit(rank).alias("rank"),
+        pl.col("device_id").alias("device"),
+        pl.col("stream_id").alias("stream"),
+        pl.col("correlation_id").alias("correlation"),
+        pl.lit("Memset").alias("kind"),
+        pl.lit(None, dtype=pl.String).alias("src_kind"),
+        _named("memory_kind", MEMORY_KIND_NAMES, "memory kind").alias("dst_kind"),
+        "bytes",
+        "start_ns",
+        "end_ns",
+    )
+
+
+def _api_calls(frames: dict[int, pl.DataFrame], rank: int, api_name: ApiNameFn) -> pl.DataFrame:
+    parts = []
+    for kind, category in ((rec.RUNTIME, "cuda_runtime"), (rec.DRIVER, "cuda_driver")):
+        frame = frames.get(kind)
+        if frame is None or frame.is_empty():
+            continue
+        frame = _timed(frame)
+        names = {cbid: api_name(kind, cbid) for cbid in frame["cbid"].drop_nulls().unique().to_list()}
+        parts.append(
+            frame.select(
+                pl.lit(rank).alias("rank"),
+                pl.col("thread_id").alias("thread"),
+                pl.col("cbid").replace_strict(names, default=None, return_dtype=pl.String).alias("name"),
+                pl.lit(category).alias("category"),
+                pl.col("correlation_id").alias("correlation"),
+                "start_ns",
+                "end_ns",
+            )
+        )
+    return schema.conform("api_calls", pl.concat(parts) if parts else schema.empty("api_calls"))
+
+
+def _nvtx_ranges(frame: pl.DataFrame, rank: int, first_id: int) -> pl.DataFrame:
+    """Pair NVTX start / end MARKER records by id (the end record has no name)."""
+    flags = pl.col("flags_").fill_null(0)
+    own = pl.col("domain").fill_null("") == OWN_NVTX_DOMAIN
+    starts = frame.filter(((flags & rec.MARKER_FLAG_START) != 0) & ~own).select(
+        "id", "name", "domain", pl.col("timestamp").alias("start_ns")
+    )
+    ends = frame.filter((flags & rec.MARKER_FLAG_END) != 0).select("id", pl.col("timestamp").alias("end_ns"))
+    paired = starts.join(ends, on="id", how="inner").sort("start_ns")
+    return paired.select(
+        pl.lit(rank).alias("rank"),
+        (pl.int_range(pl.len(), dtype=pl.Int64) + first_id).alias("id"),
+        pl.when(pl.col("domain").is_not_null() & (pl.col("domain") != ""))
+        .then(pl.format("{}: {}", "domain", "name"))
+        .otherwise(pl.col("name"))
+        .alias("name"),
+        pl.lit("nvtx").alias("category"),
+        "start_ns",
+        "end_ns",
+        pl.lit("unattributed").alias("pass"),  # NVTX names carry no pass
+    )
+
+
+def _owners(frames: dict[int, pl.DataFrame], api_calls: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+    """correlation -> the range its API call ran in: owner id, op, layer, pass."""
+    empty = pl.DataFrame(
+        schema={"correlation": pl.Int64, "owner": pl.Int64, "op": pl.String, "layer": pl.String, "pass": pl.String}
+    )
+    external = frames.get(rec.EXTERNAL_CORRELATION)
+    if external is None or external.is_empty() or ranges.is_empty():
+        return empty
+    links = (
+        external.filter(pl.col("external_kind") == rec.EXTERNAL_KIND_CUSTOM0)
+        .select(pl.col("correlation_id").alias("correlation"), pl.col("external_id").alias("owner"))
+        .unique("correlation", keep="last")
+        .join(
+            ranges.select(pl.col("id").alias("owner"), "start_ns", "end_ns", "name", "category", "layer", "pass"),
+            on="owner",
+            how="inner",
+        )
+    )
+    calls = api_calls.select("correlation", pl.col("start_ns").alias("call_ns")).unique("correlation")
+    links = links.join(calls, on="correlation", how="left")
+    # Without the API record (RUNTIME disabled) the link is trusted as CUPTI gave it.
+    inside = pl.col("call_ns").is_null() | pl.col("call_ns").is_between(pl.col("start_ns"), pl.col("end_ns"))
+    # `op`: the mark / step the launch happened in (modules are `layer`, not ops).
+    op = pl.when(pl.col("category") != "module").then(pl.col("name")).alias("op")
+    return links.filter(inside).select("correlation", "owner", op, "layer", "pass")
+
+
+def _kernel_flops(kernels: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
+    """A range's own FLOPs (its total minus its children's), shared among the
+    kernels it launched in proportion to their durations, so per-layer sums of
+    kernel FLOPs equal the layer's and a kernel's FLOP/s is its layer's rate."""
+    children = ranges.group_by("parent").agg(pl.col("flops").sum().alias("child_flops"))
+    own = (
+        ranges.join(children, left_on="id", right_on="parent", how="left")
+        .select(pl.col("id").alias("owner"), (pl.col("flops") - pl.col("child_flops").fill_null(0)).alias("own"))
+        .filter(pl.col("own") > 0)
+    )
+    duration = (pl.col("end_ns") - pl.col("start_ns")).cast(pl.Float64)
+    total = duration.sum().over("owner")
+    return (
+        kernels.select("owner", "start_ns", "end_ns")
+        .join(own, on="owner", how="left", maintain_order="left")
+        .select(pl.when(total > 0).then(pl.col("own") * duration / total).alias("flops"))
+        .to_series()
+    )
+
+
+def build_tables(
+    frames: dict[int, pl.DataFrame],
+    host_ranges: pl.DataFrame,
+    rank: int,
+    api_name: ApiNameFn,
+) -> dict[str, pl.DataFrame]:
+    """The canonical tables of one capture (every table conformed, possibly empty)."""
+    api_calls = _api_calls(frames, rank, api_name).with_columns(pl.lit(rank, dtype=pl.Int32).alias("rank"))
+
+    ranges = host_ranges.with_columns(pl.lit(rank).alias("rank"))
+    marker = frames.get(rec.MARKER)
+    if marker is not None and not marker.is_empty():
+        first_id = (int(ranges["id"].max() or 0) if not ranges.is_empty() else 0) + 1
+        nvtx = _nvtx_ranges(marker, rank, first_id)
+        ranges = pl.concat([schema.conform("ranges", ranges), schema.conform("ranges", nvtx)])
+    ranges = schema.conform("ranges", ranges)
+
+    kernel_frame = frames.get(rec.CONCURRENT_KERNEL)
+    kernels = _kernels(kernel_frame, rank) if kernel_frame is not None else schema.empty("kernels")
+    copy_parts = [_copies(frames[k], rank) for k in (rec.MEMCPY, rec.MEMCPY2) if k in frames]
+    if rec.MEMSET in frames:
+        copy_parts.append(_memsets(frames[rec.MEMSET], rank))
+    memcpy = pl.concat(copy_parts, how="diagonal_relaxed") if copy_parts else schema.empty("memcpy")
+
+    owners = _owners(frames, api_calls, ranges)
+    attributed = ("op", "layer", "pass", "flops")
+    kernels = kernels.drop(attributed, strict=False).join(owners, on="correlation", how="left", maintain_order="left")
+    kernels = schema.conform("kernels", kernels.with_columns(_kernel_flops(kernels, ranges)).drop("owner"))
+    memcpy = memcpy.drop(attributed, strict=False).join(owners, on="correlation", how="left", maintain_order="left")
+    memcpy = schema.conform("memcpy", memcpy.drop("owner"))
+    return {
+        "kernels": kernels.sort("start_ns"),
+        "memcpy": memcpy.sort("start_ns"),
+        "api_calls": api_calls.sort("start_ns"),
+        "ranges": ranges.sort("start_ns"),
+    }

@@ -1,0 +1,329 @@
+"""Nsight Systems SQLite export (`nsys export --type sqlite`) -> canonical tables.
+
+Reads kernels, memcpy + memset, CUDA runtime / driver calls and NVTX ranges
+from export schemas 2.x (no ENUM tables, every table present) and 3.x (ENUM
+tables, tables only when non-empty). Names come from `StringIds`; kernel
+names prefer the demangled signature, then the short name, then the mangled one.
+
+Time base: `start_ns` / `end_ns` are the export's own integer ns on the
+capture timeline (0 near session start), kept as they are. Absolute wall time
+is `metadata["exports"][i]["session_start_utc_ns"] + start_ns`; other sources
+(PyTorch traces, CUPTI captures) use their own clocks, and per-rank files of
+one job are only NTP-aligned, so compare across files by duration, not instant.
+
+Attribution: a kernel or copy gets `op` = the innermost NVTX range (push/pop
+or start/end) on the CPU thread of the runtime call that launched it
+(matched by process + correlation id) that contains the whole call. `layer`
+and `pass` stay null: NVTX names carry no reliable layer / pass meaning.
+
+Rank: an NVTX thread name such as `MPI Rank 3`, else an MPI / Slurm / torch
+rank variable in TARGET_INFO_SYSTEM_ENV, else the file name (`…rank3`,
+`…perlmutter3`; not nsys's default `report3`), else 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn
+from dashboard.collectors.failures import describe_failure, sqlite_problem
+from dashboard.collectors.nsys import enums as nsys_enums
+from dashboard.collectors.nsys.db import SQLITE_ERRORS, SQLITE_MAGIC, Export, connect, table_names
+from dashboard.collectors.nsys.nvtx import enclosing_range, nest
+
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+DRIVER = "CUPTI_ACTIVITY_KIND_DRIVER"
+NVTX = "NVTX_EVENTS"
+
+_log = logging.getLogger(__name__)
+_NSYS_PREFIXES = ("CUPTI_ACTIVITY_KIND_", "TARGET_INFO_", "NVTX_EVENTS", "META_DATA_EXPORT", "EXPORT_META_DATA")
+_I64, _STR = pl.Int64, pl.String
+_RANK_TEXT = r"(?i)\brank\s*[#:=]?\s*(\d+)"
+_RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID", "RANK")
+
+
+def _is_nsys(tables: set[str]) -> bool:
+    return "StringIds" in tables and any(t.startswith(_NSYS_PREFIXES) for t in tables)
+
+
+def _timed(db: Export, table: str) -> dict[str, tuple[str, pl.DataType]]:
+    """Fields every GPU activity table shares."""
+    return {
+        "start_ns": (db.required(table, "start", "startNs"), _I64),
+        "end_ns": (db.required(table, "end", "endNs"), _I64),
+        "device": (db.col(table, "deviceId"), _I64),
+        "stream": (db.col(table, "streamId"), _I64),
+        "correlation": (db.col(table, "correlationId"), _I64),
+        "pid": (db.pid(table, "globalPid"), _I64),
+    }
+
+
+def _kernels(db: Export) -> pl.DataFrame:
+    dims = {
+        f"{kind}_{axis}": (db.col(KERNEL, f"{kind}{axis.upper()}"), _I64)
+        for kind in ("grid", "block")
+        for axis in "xyz"
+    }
+    shared = [c for c in (db.column(KERNEL, "staticSharedMemory"), db.column(KERNEL, "dynamicSharedMemory")) if c]
+    shared_sql = "NULL" if not shared else " + ".join(f"COALESCE({c}, 0)" for c in shared)
+    if shared:
+        shared_sql = f"CASE WHEN {' AND '.join(f'{c} IS NULL' for c in shared)} THEN NULL ELSE {shared_sql} END"
+    fields = _timed(db, KERNEL) | {
+        **db.string(KERNEL, "name", "demangledName", "shortName", "mangledName", "name"),
+        **dims,
+        "registers": (db.col(KERNEL, "registersPerThread"), _I64),
+        "shared_memory": (shared_sql, _I64),
+    }
+    return db.resolve(db.frame(KERNEL, fields), "name").sort("start_ns")
+
+
+def _copies(db: Export) -> pl.DataFrame:
+    copy_names = nsys_enums.memcpy_kinds(db.conn, db.tables)
+    memory_names = nsys_enums.memory_kinds(db.conn, db.tables)
+    copies = db.frame(
+        MEMCPY,
+        _timed(db, MEMCPY)
+        | {
+            "bytes": (db.col(MEMCPY, "bytes"), _I64),
+            "copy_kind": (db.col(MEMCPY, "copyKind"), _I64),
+            "src": (db.col(MEMCPY, "srcKind"), _I64),
+            "dst": (db.col(MEMCPY, "dstKind"), _I64),
+        },
+    ).with_columns(
+        kind=nsys_enums.named("copy_kind", copy_names),
+        src_kind=nsys_enums.named("src", memory_names),
+        dst_kind=nsys_enums.named("dst", memory_names),
+    )
+    memsets = db.frame(
+        MEMSET,
+        _timed(db, MEMSET) | {"bytes": (db.col(MEMSET, "bytes"), _I64), "dst": (db.col(MEMSET, "memKind"), _I64)},
+    ).with_columns(
+        kind=pl.lit("Memset"),
+        src_kind=pl.lit(None, dtype=_STR),
+        dst_kind=nsys_enums.named("dst", memory_names),
+    )
+    columns = ["start_ns", "end_ns", "device", "stream", "correlation", "pid", "bytes", "kind", "src_kind", "dst_kind"]
+    return pl.concat([copies.select(columns), memsets.select(columns)]).sort("start_ns")
+
+
+def _api_calls(db: Export) -> pl.DataFrame:
+    classes = nsys_enums.api_event_classes(db.conn, db.tables)
+    frames = []
+    for table, default in ((RUNTIME, "cuda_runtime"), (DRIVER, "cuda_driver")):
+        event_class = db.column(table, "eventClass")
+        # Keep runtime / driver classes only: class 67 rows repeat backtraced calls.
+        where = f"{event_class} IN ({', '.join(map(str, classes))})" if event_class else ""
+        fields = {
+            "start_ns": (db.required(table, "start", "startNs"), _I64),
+            "end_ns": (db.required(table, "end", "endNs"), _I64),
+            "pid": (db.pid(table, "globalTid"), _I64),
+            "thread": (db.tid(table), _I64),
+            "correlation": (db.col(table, "correlationId"), _I64),
+            **db.string(table, "name", "nameId", "name"),
+            "event_class": (event_class or "NULL", _I64),
+        }
+        frames.append(
+            db.resolve(db.frame(table, fields, where), "name").with_columns(
+                category=pl.col("event_class").replace_strict(classes, default=pl.lit(default), return_dtype=_STR),
+                name=pl.col("name").str.replace(r"_v\d+$", ""),  # cudaMalloc_v3020 -> cudaMalloc
+            )
+        )
+    return pl.concat(frames).drop("event_class").sort("start_ns")
+
+
+def _nvtx(db: Export, where: str) -> pl.DataFrame:
+    fields = {
+        "start_ns": (db.required(NVTX, "start", "startNs"), _I64),
+        "end_ns": (db.col(NVTX, "end", "endNs"), _I64),
+        "thread": (db.tid(NVTX), _I64),
+        "domain": (db.col(NVTX, "domainId"), _I64),
+        # Unregistered strings are inline in `text`, registered ones only via `textId`.
+        **db.string(NVTX, "name", "text", "textId"),
+    }
+    return db.resolve(db.frame(NVTX, fields, where), "name")
+
+
+def _nvtx_of_type(db: Export, event_type: int) -> pl.DataFrame:
+    column = db.column(NVTX, "eventType")
+    return _nvtx(db, f"{column} = {event_type}" if column else "0")
+
+
+def _nvtx_ranges(db: Export, warnings: list[str]) -> pl.DataFrame:
+    types = nsys_enums.nvtx_event_types(db.conn, db.tables)
+    column, end = db.column(NVTX, "eventType"), db.column(NVTX, "end", "endNs")
+    kinds = f"{types['NvtxPushPopRange']}, {types['NvtxStartEndRange']}"
+    where = "0" if end is None else f"{end} IS NOT NULL" + (f" AND {column} IN ({kinds})" if column else "")
+    ranges = _nvtx(db, where)
+    backwards = ranges.filter(pl.col("end_ns") < pl.col("start_ns")).height
+    if backwards:
+        warnings.append(f"{db.path}: {backwards} NVTX ranges end before they start; left out")
+        ranges = ranges.filter(pl.col("end_ns") >= pl.col("start_ns"))
+    return nest(ranges)
+
+
+def _rank(db: Export) -> tuple[int, str]:
+    names = _nvtx_of_type(db, nsys_enums.nvtx_event_types(db.conn, db.tables)["NvtxThread"])
+    ranks = names["name"].str.extract(_RANK_TEXT).drop_nulls()
+    if ranks.len():
+        return int(ranks[0]), f"NVTX thread name {names['name'].drop_nulls()[0]!r}"
+    env = "TARGET_INFO_SYSTEM_ENV"
+    if {"name", "value"} <= set(db.columns(env)):
+        wanted = ", ".join(f"'{name}'" for name in _RANK_ENV)
+        found = dict(db.pairs(f"SELECT name, CAST(value AS TEXT) FROM {env} WHERE name IN ({wanted})"))
+        for name in _RANK_ENV:
+            if str(found.get(name, "")).strip().isdigit():
+                return int(found[name]), f"environment variable {name}"
+    stem = db.path.name.split(".")[0]
+    match = re.search(r"(?i)rank[_-]?(\d+)", stem) or (
+        None if re.fullmatch(r"report\d+", stem) else re.search(r"(?<!\d)(\d{1,4})$", stem)
+    )
+    if match:
+        return int(match.group(1)), "file name"
+    return 0, "default"
+
+
+def _metadata(db: Export, activity_pids: set[int], devices: set[int], domains: pl.DataFrame) -> dict[str, Any]:
+    meta: dict[str, Any] = {"file": db.path.name, "tables": len(db.tables)}
+    for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+        if {"name", "value"} <= set(db.columns(table)):
+            pairs = dict(db.pairs(f"SELECT CAST(name AS TEXT), CAST(value AS TEXT) FROM {table}"))
+            for key, label in (
+                ("EXPORT_PRODUCT_VERSION", "nsys_version"),
+                ("EXPORT_SCHEMA_VERSION", "schema_version"),
+                ("EXPORT_PARAM_TIME_NORMALIZE", "time_normalize"),
+                ("EXPORT_PARAM_TIME_SHIFT", "time_shift"),
+            ):
+                if key in pairs:
+                    meta[label] = pairs[key]
+            break
+    start_columns = db.columns("TARGET_INFO_SESSION_START_TIME")
+    if "utcEpochNs" in start_columns:
+        utc = "CAST(utcTime AS TEXT)" if "utcTime" in start_columns else "NULL"
+        rows = db.pairs(f"SELECT utcEpochNs, {utc} FROM TARGET_INFO_SESSION_START_TIME LIMIT 1")
+        if rows:
+            meta["session_start_utc_ns"], meta["session_start_utc"] = rows[0]
+    gpu_fields = ("id", "name", "busLocation", "totalMemory", "smCount", "computeMajor", "computeMinor")
+    present = [c for c in gpu_fields if c in db.columns("TARGET_INFO_GPU")]
+    if present:
+        rows = db.pairs(f"SELECT {', '.join(present)} FROM TARGET_INFO_GPU")
+        gpus = [dict(zip(present, row, strict=True)) for row in rows]
+        meta["gpus"] = [gpu | {"active": gpu.get("id") in devices} for gpu in gpus]
+    if {"pid", "name"} <= set(db.columns("PROCESSES")) and activity_pids:
+        ids = ", ".join(str(int(p)) for p in sorted(activity_pids))
+        rows = db.pairs(f"SELECT pid, CAST(name AS TEXT) FROM PROCESSES WHERE pid IN ({ids})")
+        meta["processes"] = [{"pid": pid, "name": name} for pid, name in rows]
+    meta["nvtx_domains"] = domains.select(id="domain", name="name").unique("id").sort("id").to_dicts()
+    return meta
+
+
+@dataclass
+class ExportTables:
+    """One export's tables before its rank is final."""
+
+    tables: dict[str, pl.DataFrame]
+    rank: int
+    metadata: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_export(path: Path) -> ExportTables:
+    """Read one export into canonical-column frames (without `rank`)."""
+    db = Export(path)
+    try:
+        warnings: list[str] = []
+        kernels, copies, calls = _kernels(db), _copies(db), _api_calls(db)
+        ranges = _nvtx_ranges(db, warnings)
+        if not (kernels.height or copies.height or calls.height or ranges.height):
+            raise IngestError(
+                path,
+                "the export holds no CUDA kernels, copies, API calls or NVTX ranges "
+                "(was it captured with --trace=cuda,nvtx?)",
+            )
+        if not kernels.height:
+            found = ", ".join(f"{frame.height:,} {what}" for frame, what in
+                              ((copies, "copies and memsets"), (calls, "CUDA API calls"), (ranges, "NVTX ranges")))
+            warnings.append(f"{path}: no GPU kernels ({found})")
+        # Attribute on the launching thread's ranges, by correlation id.
+        kernels = kernels.with_columns(op=enclosing_range(kernels, calls, ranges))
+        copies = copies.with_columns(op=enclosing_range(copies, calls, ranges))
+        rank, rank_source = _rank(db)
+        domain_id = nsys_enums.nvtx_event_types(db.conn, db.tables)["NvtxDomainCreate"]
+        pids = set(pl.concat([kernels["pid"], copies["pid"], calls["pid"]]).drop_nulls().unique().to_list())
+        devices = set(pl.concat([kernels["device"], copies["device"]]).drop_nulls().unique().to_list())
+        metadata = _metadata(db, pids, devices, _nvtx_of_type(db, domain_id).drop_nulls("domain"))
+        metadata |= {"rank_source": rank_source}
+    except SQLITE_ERRORS as exc:  # enum and PRAGMA reads outside Export.frame
+        raise IngestError(path, f"corrupt SQLite database: {sqlite_problem(exc)}") from None
+    except pl.exceptions.PolarsError as exc:  # e.g. a damaged cell that breaks a join or cast
+        _log.error("%s: unexpected values in the export", path, exc_info=True)
+        raise IngestError(path, f"unexpected values in the export: {describe_failure(exc)}") from None
+    finally:
+        db.close()
+    tables = {
+        "kernels": kernels.drop("pid"),
+        "memcpy": copies.drop("pid"),
+        "api_calls": calls.drop("pid"),
+        "ranges": ranges.select(
+            "id", "thread", "name", "start_ns", "end_ns", "depth", "parent", category=pl.lit("nvtx")
+        ),
+    }
+    return ExportTables(tables, rank, metadata, warnings)
+
+
+class NsysCollector:
+    name = "nsys"
+    description = "Nsight Systems SQLite export (.sqlite)"
+
+    def sniff(self, probe: Probe) -> bool:
+        if not probe.head.startswith(SQLITE_MAGIC):
+            return False
+        if probe.compressed:  # cannot open a gzip stream in place; look for nsys table names
+            return b"StringIds" in probe.head and any(p.encode() in probe.head for p in _NSYS_PREFIXES)
+        try:
+            conn = connect(probe.path)
+        except IngestError:
+            return True  # an SQLite file too damaged to read: claim it so collect() names the problem
+        try:
+            return _is_nsys(table_names(conn))
+        except SQLITE_ERRORS:
+            return True
+        finally:
+            conn.close()
+
+    def collect(self, sources: Sequence[Path], progress: ProgressFn) -> Collected:
+        exports: list[ExportTables] = []
+        for position, path in enumerate(sources):
+            progress(position / len(sources), f"reading {Path(path).name}")
+            exports.append(read_export(Path(path)))
+        ranks = [export.rank for export in exports]
+        warnings = [w for export in exports for w in export.warnings]
+        if len(set(ranks)) < len(ranks):
+            warnings.append(
+                f"nsys: several exports claim the same rank ({ranks}); numbered 0..{len(ranks) - 1} in order"
+            )
+            ranks = list(range(len(ranks)))
+        tables = {
+            name: pl.concat(
+                [
+                    e.tables[name].with_columns(rank=pl.lit(r, dtype=pl.Int32))
+                    for e, r in zip(exports, ranks, strict=True)
+                ]
+            )
+            for name in ("kernels", "memcpy", "api_calls", "ranges")
+        }
+        metadata = {"exports": [e.metadata | {"rank": r} for e, r in zip(exports, ranks, strict=True)]}
+        progress(1.0, "done")
+        return Collected(tables=tables, metadata=metadata, warnings=warnings)
+
+
+COLLECTOR = NsysCollector()
