@@ -39,21 +39,9 @@ def _layer(query: Query) -> tuple[str, str] | None:
 
 
 def kernels_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.analysis import kernels as kernel_analysis
-    from dashboard.analysis import run_views
-    from dashboard.figures.kernels import duration_scatter_figure, top_kernels_figure
+    from dashboard.views import kernels
 
-    group = query.get("group") or "name"
-    if group not in ("name", "op", "layer"):
-        group = "name"
-    view = run_views.kernel_view(run, _rank(query), parse_window(query.get("window")), group)
-    selected = parse_keys(query.get("sel"))
-    highlighted = selected if group == "name" else kernel_analysis.groups_touching(view.pairs, selected)
-    top = _int(query, "top", 20)
-    return {
-        "top-kernels": top_kernels_figure(view.summary, top, highlighted, view.spread, group),
-        "duration-vs-launches": duration_scatter_figure(view.summary, highlighted, group),
-    }
+    return kernels.figures(run, kernels.State.from_query(query, run))
 
 
 def layers_figures(run: Run, query: Query) -> dict[str, go.Figure]:

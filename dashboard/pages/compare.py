@@ -29,10 +29,12 @@ from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.compare_compiler import compiler_body
 from dashboard.layouts.compare_sections import more_sections, planner_body
 from dashboard.layouts.context import current_store, fired_ids
-from dashboard.layouts.kernel_views import ALL_RANKS, NUMBER_FORMAT, kernel_table, parse_rank, rank_control
+from dashboard.layouts.controls import kernel_table, rank_control
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
+from dashboard.views.kernel_table import NUMBER_FORMAT
+from dashboard.views.params import ALL_RANKS, parse_rank
 
 dash.register_page(__name__, path="/compare", name="Compare", order=7, title="Compare · dashboard")
 

@@ -21,19 +21,12 @@ from dashboard.analysis.units import format_flops_rate
 from dashboard.figures.kernels import TOTAL_ONE_RANK, top_kernels_figure, total_rank_sum
 from dashboard.figures.layers import PASS_LABELS, highlight_shapes, layer_box_figure, layer_from_event, layer_order
 from dashboard.layouts.context import current_store, fired_ids
-from dashboard.layouts.kernel_views import (
-    busy_text,
-    kernel_column_defs,
-    kernel_rows,
-    kernel_table,
-    parse_rank,
-    rank_control,
-    window_chip,
-    window_text,
-)
+from dashboard.layouts.controls import kernel_table, rank_control, window_chip
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
+from dashboard.views.kernel_table import busy_text, kernel_column_defs, kernel_rows, window_text
+from dashboard.views.params import parse_rank
 
 dash.register_page(__name__, path="/layers", name="Layers", order=2, title="Layers · dashboard")
 

@@ -36,17 +36,12 @@ from dashboard.analysis.units import format_ns
 from dashboard.figures.timeline import TimeAxis, timeline_figure_dict
 from dashboard.gc_pause import gc_paused
 from dashboard.layouts.context import current_store, fired_ids
-from dashboard.layouts.kernel_views import (
-    ALL_RANKS,
-    MANY_RANKS,
-    initial_rank,
-    parse_rank,
-    rank_control,
-    window_text,
-)
+from dashboard.layouts.controls import rank_control
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import URL_STATE, url_state_store
 from dashboard.store import Run
+from dashboard.views.kernel_table import window_text
+from dashboard.views.params import ALL_RANKS, MANY_RANKS, initial_rank, parse_rank
 
 dash.register_page(__name__, path="/timeline", name="Timeline", order=3, title="Timeline · dashboard")
 
@@ -120,7 +115,7 @@ def status_text(view: TimelineView) -> str:
 
 
 def window_label(window: tuple[int, int] | None, origin_ns: int) -> str:
-    """The window chip's text, worded as on /kernels and /layers (`kernel_views.window_text`)."""
+    """The window chip's text, worded as on /kernels and /layers (`views.kernel_table.window_text`)."""
     return window_text(window, origin_ns)
 
 

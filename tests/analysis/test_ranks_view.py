@@ -82,7 +82,7 @@ def test_kernels_page_spread_and_busy_come_from_stored_summaries(tmp_path: Path,
 
 
 def test_timeline_opens_on_one_rank_when_a_run_has_many() -> None:
-    from dashboard.layouts.kernel_views import ALL_RANKS, MANY_RANKS, initial_rank
+    from dashboard.views.params import ALL_RANKS, MANY_RANKS, initial_rank
 
     many = tuple(range(3, 3 + MANY_RANKS + 1))
     assert initial_rank(None, many) == 3  # no rank asked for: the first

@@ -11,8 +11,8 @@ from dashboard.analysis.compare import kernel_comparison
 from dashboard.analysis.gpu_busy import gpu_busy
 from dashboard.figures.compare import totals_scatter
 from dashboard.figures.kernels import duration_scatter_figure, top_kernels_figure
-from dashboard.layouts.kernel_views import busy_text, csv_columns, kernel_column_defs, kernel_rows
 from dashboard.schema import conform
+from dashboard.views.kernel_table import busy_text, csv_columns, kernel_column_defs, kernel_rows
 
 NAMES = [f"void ns::kernel_{i}<float>(float*)" for i in range(30)]
 

@@ -1,18 +1,16 @@
-"""UI pieces the /kernels and /layers pages share: rank picker, window chip, kernel table."""
+"""The kernel table's rows and columns and the texts beside it, shared by /kernels, /layers and /compare.
+
+Dash-free: rows are plain dicts and column definitions are ag-grid's JSON, so
+the page and any export build the same table from the same view.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
-import dash_ag_grid as dag
-import dash_bootstrap_components as dbc
 import polars as pl
-from dash import dcc, html
 
 from dashboard.analysis.units import format_ns, time_unit_for, window_span_text
 from dashboard.figures.kernels import SHARE_DEFINITION, TOTAL_ONE_RANK, TOTAL_RANK_MEAN, total_rank_sum
 
-ALL_RANKS = "all"
 WINDOW_RULES = {
     "kernels": "Kernels overlapping the window count; totals include only their time inside it, "
                "per-launch statistics use whole durations",
@@ -24,53 +22,12 @@ NUMBER_FORMAT = {"function": "formatSig4(params.value)"}
 COUNT_FORMAT = {"function": "formatCount(params.value)"}
 
 
-def parse_rank(value: Any, ranks: tuple[int, ...]) -> int | None:
-    """The rank a control or URL names: an int that exists, else None (= all ranks)."""
-    try:
-        rank = int(value)
-    except (TypeError, ValueError):
-        return None
-    return rank if rank in ranks else None
-
-
-# Above this many ranks a page that draws every event (/timeline) opens on one rank unless told otherwise:
-# hundreds of ranks' lanes are neither legible nor quick to draw.
-MANY_RANKS = 8
-
-
-def initial_rank(value: Any, ranks: tuple[int, ...]) -> int | None:
-    """parse_rank, except that with no rank asked for and more than MANY_RANKS ranks, the first rank."""
-    if value is None and len(ranks) > MANY_RANKS:
-        return ranks[0]
-    return parse_rank(value, ranks)
-
-
-def rank_control(component_id: str, ranks: tuple[int, ...], rank: int | None) -> html.Div:
-    options = [{"label": "all ranks", "value": ALL_RANKS}] + [{"label": f"rank {r}", "value": str(r)} for r in ranks]
-    return html.Div([
-        dbc.Label("Rank", html_for=component_id, className="me-2 mb-0 small text-muted"),
-        dcc.Dropdown(id=component_id, options=options, value=ALL_RANKS if rank is None else str(rank),
-                     clearable=False, searchable=False, style={"minWidth": "140px"}),
-    ], className="d-flex align-items-center me-4")
-
-
 def window_text(window: tuple[int, int] | None, origin_ns: int) -> str:
     """`window: 1,200.0–1,500.0 ms (300 ms)`, times from the run's first instant (as on /timeline)."""
     if window is None:
         return ""
     start, end = window
     return f"window: {window_span_text(start, end, origin_ns)} ({format_ns(end - start)})"
-
-
-def window_chip(prefix: str, window: tuple[int, int] | None, origin_ns: int) -> html.Div:
-    """The visible 'window: a–b [clear]' chip; hidden without a window."""
-    # The outer Div carries the display style: Bootstrap's d-flex is !important and would override it.
-    return html.Div(html.Div([
-        dbc.Badge(window_text(window, origin_ns), id=f"{prefix}-window-text", color="warning", text_color="dark",
-                  className="me-1 window-chip", title=WINDOW_RULES.get(prefix, "")),
-        dbc.Button("clear", id=f"{prefix}-window-clear", size="sm", color="link", className="p-0"),
-    ], className="d-flex align-items-center me-4"), id=f"{prefix}-window-chip",
-        style={} if window else {"display": "none"})
 
 
 def busy_text(busy: pl.DataFrame) -> str:
@@ -163,22 +120,3 @@ def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False, 
 def csv_columns(column_defs: list[dict]) -> list[str]:
     """The columns a table's CSV holds: every one but the (abbreviated) chart label."""
     return [column["field"] for column in column_defs if column.get("field") and column["field"] != "label"]
-
-
-def kernel_table(component_id: Any, rows: list[dict], column_defs: list[dict], file_name: str,
-                 selectable: bool = True, height: int = 420, selected: list[str] | None = None) -> dag.AgGrid:
-    """A sortable, filterable kernel table whose rows are keyed by selection key."""
-    options: dict[str, Any] = {"animateRows": False, "enableCellTextSelection": True, "tooltipShowDelay": 300}
-    if selectable:
-        options["rowSelection"] = {"mode": "multiRow", "checkboxes": True, "headerCheckbox": False,
-                                   "enableClickSelection": False}
-        options["selectionColumnDef"] = {"pinned": "left", "width": 44, "minWidth": 44, "maxWidth": 44}
-    return dag.AgGrid(
-        id=component_id, rowData=rows, columnDefs=column_defs, getRowId="params.data.key",
-        # Headers wrap rather than cut: they carry the definitions ("total time, sum over 2 ranks (ms)").
-        defaultColDef={"sortable": True, "resizable": True, "filter": True, "minWidth": 100, "wrapHeaderText": True,
-                       "autoHeaderHeight": True},
-        dashGridOptions=options, className="ag-theme-alpine", style={"height": f"{height}px", "width": "100%"},
-        csvExportParams={"fileName": f"{file_name}.csv", "columnKeys": csv_columns(column_defs)},
-        **({"selectedRows": {"ids": selected}} if selectable and selected else {}),
-    )

@@ -1,0 +1,30 @@
+"""The one cache convention: view results are cached per (Run object, hashable state part).
+
+A `Run` is reopened as a new object when its run.json changes, so keying on the
+object drops stale results by itself; states are frozen dataclasses (or parts of
+them: a rank, a window), so they key too. Pages hold no caches of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+_CACHED: list[Any] = []
+
+
+def per_run(maxsize: int = 16) -> Callable[[F], F]:
+    """Cache a function whose first argument is a Run and whose others are hashable state parts."""
+    def decorate(function: F) -> F:
+        cached = lru_cache(maxsize=maxsize)(function)
+        _CACHED.append(cached)
+        return cached  # type: ignore[return-value]
+    return decorate
+
+
+def clear_all() -> None:
+    """Forget every cached view (a test that rewrites a run in place)."""
+    for cached in _CACHED:
+        cached.cache_clear()

@@ -1,0 +1,130 @@
+"""One parser per URL key, shared by every page and the PNG export.
+
+A parser never raises: a missing or malformed value gives the key's default,
+so a hand-edited or stale link still opens a page. Formatting is the inverse
+(`parse(format(v)) == v` for every value a parser can return). What depends on
+the run (does rank 3 exist?) is checked by `resolve_rank` once the run is open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from dashboard.analysis.selection import SEPARATOR, format_window, parse_keys, parse_window
+
+T = TypeVar("T")
+ALL_RANKS = "all"
+TOP_RANGE = (1, 200)  # bars a chart may be asked for: more are unreadable, fewer is nothing
+
+
+@dataclass(frozen=True)
+class Param(Generic[T]):
+    """A URL key: its name, how its text becomes a value, and back."""
+
+    key: str
+    parse: Callable[[str | None], T]
+    format: Callable[[T], str]
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def parse_int(value: Any, default: int | None = None, low: int | None = None, high: int | None = None) -> int | None:
+    """An integer, clamped into [low, high]; `default` when absent or not an integer."""
+    text = _text(value)
+    try:
+        number = int(text) if text is not None else None
+    except ValueError:
+        number = None
+    if number is None:
+        return default
+    if low is not None:
+        number = max(number, low)
+    if high is not None:
+        number = min(number, high)
+    return number
+
+
+def rank(key: str = "rank") -> Param[int | None]:
+    """`rank=3`; absent, "all" or malformed: None (all ranks, or the page's own default)."""
+    return Param(key, lambda value: parse_int(None if _text(value) == ALL_RANKS else value, low=0),
+                 lambda value: "" if value is None else str(value))
+
+
+def resolve_rank(value: int | None, ranks: Collection[int]) -> int | None:
+    """The rank asked for when the run has it, else None."""
+    return value if value is not None and value in ranks else None
+
+
+def parse_rank(value: Any, ranks: Collection[int]) -> int | None:
+    """The rank a rank control or URL value names when the run has it, else None (= all ranks)."""
+    return resolve_rank(rank().parse(None if value is None else str(value)), ranks)
+
+
+# Above this many ranks a page that draws every event (/timeline) opens on one rank unless told otherwise:
+# hundreds of ranks' lanes are neither legible nor quick to draw.
+MANY_RANKS = 8
+
+
+def initial_rank(value: Any, ranks: Collection[int]) -> int | None:
+    """parse_rank, except that with no rank asked for (None) and more than MANY_RANKS ranks, the first rank."""
+    if value is None and len(ranks) > MANY_RANKS:
+        return min(ranks)
+    return parse_rank(value, ranks)
+
+
+def window(key: str = "window") -> Param[tuple[int, int] | None]:
+    """`window=<start_ns>-<end_ns>` on the run's clock; start before end."""
+    return Param(key, lambda value: parse_window(_text(value)),
+                 lambda value: "" if value is None else format_window(*value))
+
+
+def keys(key: str = "sel") -> Param[tuple[str, ...]]:
+    """Selected kernels as 8-hex-digit keys (`analysis.selection.kernel_key`), in order, no repeats."""
+    return Param(key, lambda value: tuple(dict.fromkeys(parse_keys(_text(value)))), SEPARATOR.join)
+
+
+def top(default: int = 20, key: str = "top") -> Param[int]:
+    """How many bars: an integer clamped into TOP_RANGE."""
+    return Param(key, lambda value: parse_int(value, default, *TOP_RANGE) or default, str)
+
+
+def number(key: str, default: int | None = None, low: int | None = None,
+           high: int | None = None) -> Param[int | None]:
+    """Any other integer key (an op index, a step, a time), clamped where the page says."""
+    return Param(key, lambda value: parse_int(value, default, low, high),
+                 lambda value: "" if value is None else str(value))
+
+
+def choice(key: str, choices: Collection[str], default: str) -> Param[str]:
+    """One of a fixed set of words (`group=op`); anything else is the default."""
+    return Param(key, lambda value: value if (value := _text(value)) in choices else default, str)
+
+
+def flag(key: str) -> Param[bool]:
+    """`key=1` for on; absent or anything else is off."""
+    return Param(key, lambda value: _text(value) == "1", lambda value: "1" if value else "")
+
+
+def text(key: str, limit: int = 512) -> Param[str | None]:
+    """Free text (a run id, a layer name, a compile hash), bounded so a URL cannot carry megabytes."""
+    return Param(key, lambda value: value[:limit] if (value := _text(value)) else None,
+                 lambda value: value or "")
+
+
+def int_range(key: str) -> Param[tuple[int, int] | None]:
+    """`ops=12-80`: an inclusive index range, low before high; None when absent or malformed."""
+    def parse(value: str | None) -> tuple[int, int] | None:
+        low, dash, high = (_text(value) or "").partition("-")
+        try:
+            span = int(low), int(high)
+        except ValueError:
+            return None
+        return span if dash and 0 <= span[0] <= span[1] else None
+    return Param(key, parse, lambda value: "" if value is None else f"{value[0]}-{value[1]}")
