@@ -123,7 +123,7 @@ def test_kernels_take_a_rank_merged_with_or_overtaken_by_the_grids_echo(app: App
     for changed in (["kernels-table.selectedRows", "kernels-rank.value"], ["kernels-table.selectedRows"]):
         status, body = app.post("kernels-bar.figure", {**values, "kernels-rank.value": "1"}, changed)
         assert status == 200, changed
-        assert _url_state(body, "kernels")["rank"] == 1
+        assert _url_state(body, "kernels")["rank"] == "1"  # URL state is the URL's text
         assert body["response"]["kernels-table"]["rowData"]  # redrawn for rank 1, not a selection patch
     status, _ = app.post("kernels-bar.figure", {**values, "kernels-rank.value": "all"}, ["kernels-table.selectedRows"])
     assert status == 204  # the echo alone, with the rank on screen, is still ignored
