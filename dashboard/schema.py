@@ -371,3 +371,12 @@ def evidence_of(row_counts: Mapping[str, int]) -> list[str]:
         for kind, tables in EVIDENCE_TABLES.items()
         if any(row_counts.get(table, 0) > 0 for table in tables)
     ]
+
+
+# Copy direction ids -> the short names `memcpy.kind` holds. CUPTI's ActivityMemcpyKind and Nsight
+# Systems' ENUM_CUDA_MEMCPY_OPER share ids 0-10; nsys adds the Unified (UVM) ones. (Their memory-kind
+# enums differ: those stay with each reader.)
+MEMCPY_KIND_NAMES: dict[int, str] = {
+    0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD",
+    9: "HtoH", 10: "PtoP", 11: "Unified HtoD", 12: "Unified DtoH", 13: "Unified DtoD",
+}

@@ -22,20 +22,9 @@ from dashboard import schema
 from dashboard.capture import records as rec
 from dashboard.capture.demangle import demangle_column
 
-# CUPTI ActivityMemcpyKind -> the canonical short names; unknown ids stay visible.
-COPY_KIND_NAMES: dict[int, str] = {
-    0: "Unknown",
-    1: "HtoD",
-    2: "DtoH",
-    3: "HtoA",
-    4: "AtoH",
-    5: "AtoA",
-    6: "AtoD",
-    7: "DtoA",
-    8: "DtoD",
-    9: "HtoH",
-    10: "PtoP",
-}
+# CUPTI ActivityMemcpyKind -> the canonical short names; unknown ids stay visible. CUPTI defines ids
+# 0-10 only (the Unified ones above are Nsight Systems'), so an 11 from CUPTI stays "kind 11".
+COPY_KIND_NAMES = {kind: name for kind, name in schema.MEMCPY_KIND_NAMES.items() if kind <= 10}
 # CUPTI ActivityMemoryKind (differs from Nsight Systems' ids: never share this map).
 MEMORY_KIND_NAMES: dict[int, str] = {
     0: "Unknown",

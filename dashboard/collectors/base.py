@@ -7,7 +7,6 @@ them into canonical tables (`collect`). It never plots and never imports Dash.
 from __future__ import annotations
 
 import gzip
-import io
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -147,8 +146,3 @@ def gzip_is_truncated(path: Path) -> bool:
             if decompressor.eof:
                 return False
     return not decompressor.eof
-
-
-def text_lines(data: bytes) -> io.StringIO:
-    """Text view of decoded bytes that tolerates stray non-UTF-8 bytes."""
-    return io.StringIO(data.decode("utf-8", errors="replace"))

@@ -36,14 +36,6 @@ def table_csv_href(run_id: str, table: str) -> str:
     return f"/runs/{quote(run_id)}/tables/{quote(table)}.csv"
 
 
-def page_pngs_href(run_id: str, page: str) -> str:
-    return f"/runs/{quote(run_id)}/export/{page}.zip"
-
-
-def page_png_href(run_id: str, page: str) -> str:
-    return f"/runs/{quote(run_id)}/export/{page}.png"
-
-
 def trace_href(run_id: str) -> str:
     return f"/runs/{quote(run_id)}/trace.json"
 

@@ -147,7 +147,3 @@ def chart(component_id: Any, figure: go.Figure | None, filename: str, height: in
     style = {"height": f"{height}px"} if height else {}
     return dcc.Graph(id=component_id, figure=figure if figure is not None else go.Figure(),
                      config=graph_config(filename), style=style, **graph_props)
-
-
-def error_alert(message: str) -> dbc.Alert:
-    return dbc.Alert(message, color="danger", dismissable=True, className="mt-2 error-alert")

@@ -14,23 +14,10 @@ from collections.abc import Callable
 
 import polars as pl
 
+from dashboard.schema import MEMCPY_KIND_NAMES
+
 # ENUM_CUDA_MEMCPY_OPER, in the short vocabulary the canonical `memcpy.kind` uses.
-MEMCPY_KIND: dict[int, str] = {
-    0: "Unknown",
-    1: "HtoD",
-    2: "DtoH",
-    3: "HtoA",
-    4: "AtoH",
-    5: "AtoA",
-    6: "AtoD",
-    7: "DtoA",
-    8: "DtoD",
-    9: "HtoH",
-    10: "PtoP",
-    11: "Unified HtoD",
-    12: "Unified DtoH",
-    13: "Unified DtoD",
-}
+MEMCPY_KIND = MEMCPY_KIND_NAMES
 
 # ENUM_CUDA_MEM_KIND: nsys numbering, NOT CUPTI's ActivityMemoryKind (0 is Pageable here).
 MEMORY_KIND: dict[int, str] = {

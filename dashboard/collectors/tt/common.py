@@ -8,7 +8,9 @@ rounded to whole bytes) and device totals (x numBanks) in `op_memory`.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -17,6 +19,18 @@ MIB = 1024 * 1024
 # snapshot separates the frees from the next op's growth) but lists hide them.
 HOUSEKEEPING_OP_TYPES = ("DeallocateOp", "GetDeviceOp")
 HOUSEKEEPING_MLIR_OPS = ("ttnn.deallocate", "ttnn.get_device")
+
+
+
+@dataclass
+class OpMemoryTables:
+    """What either reader (runtime log, profiler JSON) gives for one run folder."""
+
+    op_memory: pl.DataFrame
+    op_meta: pl.DataFrame
+    metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
 
 # File roles, recognised by content (the profiler's names are only a convention).
 LOG, MEMORY_JSON, OPERATIONS_JSON, REGISTRY_JSON = "log", "memory_json", "operations_json", "registry_json"

@@ -13,7 +13,6 @@ are there (see tt_memory.py).
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import polars as pl
 
 from dashboard.collectors.base import IngestError
 from dashboard.collectors.failures import json_problem
-from dashboard.collectors.tt.common import mib_to_bytes, op_memory_columns, top_program_of
+from dashboard.collectors.tt.common import OpMemoryTables, mib_to_bytes, op_memory_columns, top_program_of
 from dashboard.collectors.tt.mlir_text import tensor_facts
 
 _VIEW_FIELDS = {
@@ -30,14 +29,6 @@ _VIEW_FIELDS = {
     "free_per_bank": "totalBytesFreePerBank_MB",
     "largest_free_per_bank": "largestContiguousBytesFreePerBank_MB",
 }
-
-
-@dataclass
-class JsonTables:
-    op_memory: pl.DataFrame
-    op_meta: pl.DataFrame
-    metadata: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
 
 
 def _read_json(path: Path, data: bytes) -> pl.DataFrame:
@@ -130,7 +121,7 @@ def _programs(const_eval_names: list[str], metadata: dict[str, Any]) -> pl.Expr:
     return pl.coalesce(graph, pl.lit(top_program_of(const_eval_names), pl.String))
 
 
-def read_memory_json(path: Path, data: bytes, operations: tuple[Path, bytes] | None = None) -> JsonTables:
+def read_memory_json(path: Path, data: bytes, operations: tuple[Path, bytes] | None = None) -> OpMemoryTables:
     """memory.json (+ operations.json, joined by position) into op_memory / op_meta rows."""
     ops, metadata = _records(path, data, "memory.json")
     base = ops.select(
@@ -164,7 +155,7 @@ def read_memory_json(path: Path, data: bytes, operations: tuple[Path, bytes] | N
         "_pos", maintain_order=True).drop("_pos").collect()
     info = {"ops": base.height, "total_operations": metadata.get("total_operations"),
             "schema": "v1" if unpadded is not None else "v0"}
-    return JsonTables(op_memory, meta.sort("_pos").drop("_pos"), info, warnings)
+    return OpMemoryTables(op_memory, meta.sort("_pos").drop("_pos"), info, warnings)
 
 
 def _join_operations(memory_path: Path, base: pl.DataFrame, path: Path, data: bytes) -> pl.DataFrame:

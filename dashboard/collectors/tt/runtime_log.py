@@ -17,7 +17,6 @@ insists on the very next line and silently drops the op otherwise).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from dashboard.collectors.base import IngestError, ProgressFn
 from dashboard.collectors.tt.common import (
     HOUSEKEEPING_MLIR_OPS,
     HOUSEKEEPING_OP_TYPES,
+    OpMemoryTables,
     mib_to_bytes,
     op_memory_columns,
 )
@@ -46,14 +46,6 @@ _MAX_DEPTH = 8
 # wide string frames (measured on a 100 k-op log); the data fits in memory anyway.
 ENGINE = "in-memory"
 _TYPE_PREFIXES = {"DRAM": "DRAM", "L1 m": "L1", "L1_S": "L1_SMALL", "L1 S": "L1_SMALL", "TRAC": "TRACE"}
-
-
-@dataclass
-class LogTables:
-    op_memory: pl.DataFrame
-    op_meta: pl.DataFrame
-    metadata: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
 
 
 def read_lines(data: bytes) -> pl.DataFrame:
@@ -165,7 +157,7 @@ def _memory_rows(memory: pl.DataFrame, path: Path) -> pl.DataFrame:
     )
 
 
-def parse_runtime_log(path: Path, data: bytes, progress: ProgressFn) -> LogTables:
+def parse_runtime_log(path: Path, data: bytes, progress: ProgressFn) -> OpMemoryTables:
     """Turn one runtime log into `op_memory` and `op_meta` rows (op_index = executed-op order)."""
     if not data or data.isspace():  # isspace stops at the first visible byte
         raise IngestError(path, "the log is empty")
@@ -251,7 +243,7 @@ def parse_runtime_log(path: Path, data: bytes, progress: ProgressFn) -> LogTable
         metadata["out_of_memory"] = oom
         warnings += [f"{path}: out of {o['buffer_type']} memory in op {o['op_index']} (rank {o['rank']}): "
                      f"{o['bytes']:,} B across {o['banks']} banks could not be allocated" for o in oom]
-    return LogTables(op_memory, op_meta, metadata, warnings)
+    return OpMemoryTables(op_memory, op_meta, metadata, warnings)
 
 
 def _profiler_index() -> pl.Expr:
