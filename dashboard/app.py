@@ -28,7 +28,7 @@ from dashboard.auth import install_login
 from dashboard.exports.routes import install_run_downloads
 from dashboard.figures import theme  # noqa: F401  (registers the plotly template)
 from dashboard.layouts import context
-from dashboard.server_security import install_security
+from dashboard.server_security import WebApp, install_security
 from dashboard.settings import Settings
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -54,6 +54,23 @@ class _Dash(dash.Dash):
     def interpolate_index(self, **kwargs: str) -> str:
         kwargs["scripts"] = _POLYFILL_SCRIPT.sub("", kwargs["scripts"])
         return super().interpolate_index(**kwargs)
+
+
+def web_app(app: dash.Dash) -> WebApp:
+    """Dash's side of server_security's guards (the one place that reaches into Dash's internals)."""
+    from dash import _callback as dash_callback
+    from dash.exceptions import CallbackException, DependencyException, InvalidCallbackReturnValue, PreventUpdate
+
+    return WebApp(
+        server=app.server,
+        # Dash exposes no public count: its own list plus callbacks registered but not yet merged.
+        inline_script_count=lambda: len(app._inline_scripts) + len(dash_callback.GLOBAL_INLINE_SCRIPTS),
+        csp_hashes=lambda: list(app.csp_hashes()),
+        callback_map=lambda: app.callback_map,
+        bad_request_errors=(KeyError, IndexError, TypeError, ValueError, AttributeError, CallbackException),
+        passed_on_errors=(InvalidCallbackReturnValue, PreventUpdate),
+        unknown_file_errors=(DependencyException, OSError, KeyError, ValueError),
+    )
 
 
 def create_app(settings: Settings | None = None) -> dash.Dash:
@@ -92,7 +109,7 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     # Asset URLs carry the file's modification time (`?m=...`), so browsers may keep them: no
     # revalidation round trip per script on every page load.
     server.config["SEND_FILE_MAX_AGE_DEFAULT"] = 365 * 24 * 3600
-    install_security(app)  # security headers, a clear 413
+    install_security(web_app(app))  # security headers, a clear 413
     install_login(server, settings.users_file, settings.users)  # off unless users are configured
     install_run_downloads(server, store)  # /runs/<id>/source/..., /tables/<t>.csv, /trace.json
 
@@ -106,14 +123,3 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     # the collector's reach, it is not rescanned by every collection during a request.
     gc.freeze()
     return app
-
-
-def main() -> None:
-    """`python -m dashboard.app`: serve, or run a subcommand (see --help)."""
-    from dashboard.cli import main as cli_main
-
-    cli_main()
-
-
-if __name__ == "__main__":
-    main()

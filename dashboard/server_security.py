@@ -28,12 +28,10 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import dash
-from dash import _callback as dash_callback
-from dash.exceptions import CallbackException, DependencyException, InvalidCallbackReturnValue, PreventUpdate
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 from werkzeug.serving import WSGIRequestHandler
@@ -90,22 +88,39 @@ def too_large_message(size: int | None, limit: int) -> str:
     return f"upload too large: more than the limit of {_mib(limit)} MiB"
 
 
-def install_security(app: dash.Dash) -> None:
+@dataclass(frozen=True)
+class WebApp:
+    """What this module needs of the web framework on top of Flask; the app entry fills it from Dash.
+
+    Keeping Dash out of here keeps the dependency one-way: the entry wires the framework to the server.
+    """
+
+    server: Flask
+    inline_script_count: Callable[[], int]  # grows until the first request is set up
+    csp_hashes: Callable[[], list[str]]  # sha256 sources of the framework's own inline scripts
+    callback_map: Callable[[], dict[str, Any]]
+    # Raised by a callback route for a request whose values do not fit the callback: answered 400.
+    bad_request_errors: tuple[type[BaseException], ...]
+    # Raised by the same route as the framework's own answers (a declined update, our own bug): passed on.
+    passed_on_errors: tuple[type[BaseException], ...]
+    # Raised by the component-suite route for a file the framework never registered: answered 404.
+    unknown_file_errors: tuple[type[BaseException], ...]
+    callback_route: str = "_dash-update-component"
+    suites_route: str = "_dash-component-suites"
+
+
+def install_security(app: WebApp) -> None:
     """Security headers on every response and a clear 413 for oversized requests."""
-    server: Flask = app.server
-    # Dash adds inline scripts until its first request is set up (the page
-    # router adds one then), so the hashes are recomputed when their number changes.
+    server = app.server
+    # Inline scripts are added until the first request is set up (Dash's page router adds one then),
+    # so the hashes are recomputed when their number changes.
     cached: dict[str, object] = {"count": -1, "policy": ""}
 
-    def inline_script_count() -> int:
-        # Dash exposes no public count: its own list plus callbacks registered but not yet merged.
-        return len(app._inline_scripts) + len(dash_callback.GLOBAL_INLINE_SCRIPTS)
-
     def policy() -> str:
-        count = inline_script_count()
+        count = app.inline_script_count()
         if count != cached["count"]:
-            cached["policy"] = content_security_policy(list(app.csp_hashes()))
-            cached["count"] = inline_script_count()
+            cached["policy"] = content_security_policy(app.csp_hashes())
+            cached["count"] = app.inline_script_count()
         return str(cached["policy"])
 
     @server.after_request
@@ -165,8 +180,8 @@ def _count_unsized_body(limit: int) -> None:
     request.__dict__.pop("stream", None)  # not read yet; dropped in case anything cached it
 
 
-def _guard_dash_routes(app: dash.Dash) -> None:
-    server: Flask = app.server
+def _guard_dash_routes(app: WebApp) -> None:
+    server = app.server
     endpoints = {rule.rule.split("/")[1]: rule.endpoint for rule in server.url_map.iter_rules()}
 
     def wrap(route: str, guard: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -177,35 +192,35 @@ def _guard_dash_routes(app: dash.Dash) -> None:
         def serve_known(package_name: str, fingerprinted_path: str) -> Any:
             try:
                 return serve(package_name, fingerprinted_path)
-            except (DependencyException, OSError, KeyError, ValueError):  # not a file Dash registered
+            except app.unknown_file_errors:  # not a file the framework registered
                 raise NotFound() from None
         return serve_known
 
     def callbacks(dispatch: Callable[..., Any]) -> Callable[..., Any]:
         def dispatch_known() -> Any:
             body = request.get_json(silent=True)
-            problem = callback_request_problem(body, app.callback_map)
+            problem = callback_request_problem(body, app.callback_map())
             if problem:
                 output = body.get("output") if isinstance(body, dict) else None
                 log.warning("refused callback request for %s: %s", output, problem)
                 return jsonify({"error": f"malformed callback request: {problem}"}), 400
             try:
                 return dispatch()
-            except (KeyError, IndexError, TypeError, ValueError, AttributeError, CallbackException) as exc:
+            except app.bad_request_errors as exc:
                 # The request has the right shape but not the values its callback takes (a callback's
                 # own errors never get here: the app's on_error shows them in the page). A value our
                 # callback returned that Dash cannot send is our bug: that stays a 500.
-                # PreventUpdate is a CallbackException too, but it is a callback's normal "no change" that
-                # Dash answers 204.
-                if isinstance(exc, InvalidCallbackReturnValue | PreventUpdate):
+                # A declined update (Dash's PreventUpdate) is a CallbackException too, but it is a
+                # callback's normal "no change" that Dash answers 204.
+                if isinstance(exc, app.passed_on_errors):
                     raise
                 log.warning("malformed callback request for %s: %s: %s", request.get_json().get("output"),
                             type(exc).__name__, exc)
                 return jsonify({"error": "malformed callback request: its values do not fit the callback"}), 400
         return dispatch_known
 
-    wrap("_dash-component-suites", suites)
-    wrap("_dash-update-component", callbacks)
+    wrap(app.suites_route, suites)
+    wrap(app.callback_route, callbacks)
 
 
 def _is_dependency(item: object) -> bool:

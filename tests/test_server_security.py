@@ -335,6 +335,7 @@ def test_a_callback_that_prevents_its_update_answers_204_not_400() -> None:
     from dash import Input, Output, html
     from dash.exceptions import PreventUpdate
 
+    from dashboard.app import web_app
     from dashboard.server_security import install_security
 
     app = dash.Dash(__name__)
@@ -344,7 +345,7 @@ def test_a_callback_that_prevents_its_update_answers_204_not_400() -> None:
     def never(_clicks: int | None) -> str:
         raise PreventUpdate
 
-    install_security(app)
+    install_security(web_app(app))
     client = app.server.test_client()
     client.get("/")
     body = {"output": "out.children", "outputs": {"id": "out", "property": "children"},
