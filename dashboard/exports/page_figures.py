@@ -154,17 +154,9 @@ def compiler_figures(run: Run, query: Query) -> dict[str, go.Figure]:
 
 
 def insights_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    import polars as pl
+    from dashboard.views import insights
 
-    from dashboard.analysis.insights import run_insights
-    from dashboard.figures.insights import breakdown_figure
-
-    insights = run_insights(run)
-    by_step = insights.by_step.filter(pl.col("step").is_not_null())
-    figures = {"insights-breakdown": breakdown_figure(insights.by_rank)}
-    if by_step.height:
-        figures["insights-breakdown-steps"] = breakdown_figure(by_step, by_step=True)
-    return figures
+    return insights.figures(run, insights.State.from_query(query, run))
 
 
 PAGES: dict[str, PageFigures] = {

@@ -16,12 +16,12 @@ from dash import dcc, html
 from dashboard.analysis import device_findings, ir_growth, planner_sharing, time_findings
 from dashboard.analysis.breakdown import BREAKDOWN_DEFINITION
 from dashboard.analysis.finding import HIGH_SHARE, MEDIUM_SHARE, Finding
-from dashboard.analysis.insights import Insights, run_insights
+from dashboard.analysis.insights import Insights
 from dashboard.analysis.units import format_ns
-from dashboard.figures.insights import breakdown_figure
 from dashboard.layouts.context import current_store
 from dashboard.layouts.page import chart, missing_notice, page_header, resolve_run
 from dashboard.store import Run, RunNotFound
+from dashboard.views import insights as view
 
 dash.register_page(__name__, path="/insights", name="Insights", order=0.5, title="Insights · dashboard")
 
@@ -30,7 +30,6 @@ EVIDENCE = "kernels"  # the default run; a run named in the URL may hold any evi
 # With no kernel run, the newest run with other evidence that has findings (memory, planner, compiler) opens.
 FALLBACK_EVIDENCE = ("memory", "planner", "compiler")
 SEVERITY_COLOURS = {"high": "danger", "medium": "warning", "low": "secondary"}
-MAX_STEP_BARS = 64  # more (rank, step) bars than this are not legible: the per-step chart shows the first ones
 HTA_NOTE = ("Compared with Holistic Trace Analysis (get_temporal_breakdown): the same span, idle, compute and "
             "non-compute definitions, on every event of the run. HTA leaves out the last profiler step and "
             "GPU work whose launch is not in the trace; on the same events the shares agree (checked in CI "
@@ -101,7 +100,7 @@ def _cause_table(insights: Insights) -> html.Table | None:
 
 def _overlap_table(insights: Insights) -> html.Table | None:
     """Communication / computation overlap per rank and step (HTA's: overlapped ÷ communication time)."""
-    steps = insights.by_step.filter(pl.col("communication_total_ns") > 0).head(MAX_STEP_BARS)
+    steps = insights.by_step.filter(pl.col("communication_total_ns") > 0).head(view.MAX_STEP_BARS)
     if steps.height == 0:
         return None
     return small_table(["rank", "step", "communication", "under compute", "overlap", "exposed"], [
@@ -137,17 +136,17 @@ def _thresholds() -> html.Details:
     ], className="mb-3 insights-thresholds")
 
 
-def breakdown_section(insights: Insights) -> html.Div:
-    by_step = insights.by_step.filter(pl.col("step").is_not_null()).head(MAX_STEP_BARS)
+def breakdown_section(run: Run) -> html.Div:
+    figures = view.figures(run, view.State())
     parts: list[Any] = [
         html.H5("GPU time breakdown"),
         html.P(BREAKDOWN_DEFINITION, className="small text-muted mb-1 breakdown-definition"),
         html.P(HTA_NOTE, className="small text-muted"),
-        chart("insights-breakdown", breakdown_figure(insights.by_rank), "gpu-time-per-rank", height=380),
+        chart("insights-breakdown", figures["insights-breakdown"], "gpu-time-per-rank", height=380),
     ]
-    if by_step.height:
-        parts.append(chart("insights-breakdown-steps", breakdown_figure(by_step, by_step=True),
-                           "gpu-time-per-step", height=400))
+    if "insights-breakdown-steps" in figures:
+        parts.append(chart("insights-breakdown-steps", figures["insights-breakdown-steps"], "gpu-time-per-step",
+                           height=400))
     return html.Div(parts, className="mb-4")
 
 
@@ -183,11 +182,11 @@ def layout(run: str | None = None, **_query: Any) -> html.Div:
                                             "evidence")
     if chosen is None:
         return html.Div([header, notice], id="insights-page")
-    insights = run_insights(chosen)
+    insights = view.insights(chosen)
     sections: list[Any] = [header]
-    gpu_time = chosen.has("kernels") or chosen.has("memcpy")
+    gpu_time = view.has_gpu_time(chosen)
     if gpu_time:
-        sections.append(breakdown_section(insights))
+        sections.append(breakdown_section(chosen))
     sections.append(findings_section(insights))
     if gpu_time:
         sections.append(details_section(insights))

@@ -1,0 +1,55 @@
+"""`/insights`: the GPU time breakdown per rank and step, and the findings ranked by what is at stake.
+
+URL state: run only (any run: kernel traces give GPU-time findings, memory logs, allocator traces and
+planner dumps give theirs). The analysis is built once per run (`analysis.insights.run_insights`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import polars as pl
+
+from dashboard.analysis.insights import Insights, run_insights
+from dashboard.figures.insights import breakdown_figure
+from dashboard.store import Run
+from dashboard.views.state import ViewState
+
+MAX_STEP_BARS = 64  # more (rank, step) bars than this are not legible: the per-step chart shows the first ones
+CHARTS = {"insights-breakdown": "insights-breakdown", "insights-breakdown-steps": "insights-breakdown-steps"}
+
+
+@dataclass(frozen=True)
+class State(ViewState):
+    """Nothing but the run: the page shows all of it."""
+
+
+def has_gpu_time(run: Run) -> bool:
+    return run.has("kernels") or run.has("memcpy")
+
+
+def insights(run: Run) -> Insights:
+    return run_insights(run)  # cached per run
+
+
+def steps_shown(run: Run) -> pl.DataFrame:
+    """The (rank, step) rows the per-step chart draws: the first MAX_STEP_BARS with a step."""
+    return insights(run).by_step.filter(pl.col("step").is_not_null()).head(MAX_STEP_BARS)
+
+
+def figures(run: Run, state: State) -> dict[str, go.Figure]:
+    if not has_gpu_time(run):
+        return {}
+    found = {"insights-breakdown": breakdown_figure(insights(run).by_rank)}
+    by_step = steps_shown(run)
+    if by_step.height:
+        found["insights-breakdown-steps"] = breakdown_figure(by_step, by_step=True)
+    return found
+
+
+def tables(run: Run, state: State) -> dict[str, pl.DataFrame]:
+    """The numbers behind the charts and findings (the details section's tables)."""
+    found = insights(run)
+    return {"by_rank": found.by_rank, "by_step": steps_shown(run), "idle_causes": found.idle_causes,
+            "launch": found.launch}
