@@ -2,7 +2,8 @@
 
 No Dash or plotly here: the command line must stay light. A section is written
 for each evidence kind both runs share (kernels: kernels, passes, gpu_busy;
-layers; memory; planner; compiler); times are ns, memory bytes per bank, B − A throughout.
+layers; memory; cuda_memory; planner; compiler); times are ns, memory bytes per bank (cuda_memory: bytes
+per device), B − A throughout.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import polars as pl
 from dashboard.analysis import run_views
 from dashboard.analysis.compare import ONLY_A, ONLY_B, Side, comparison_totals, kernel_comparison, layer_comparison
 from dashboard.analysis.compare_compiler import compare_compiles
+from dashboard.analysis.compare_cuda_memory import cuda_memory_section
 from dashboard.analysis.compare_kernels import match_renamed, merge_renamed
 from dashboard.analysis.compare_memory import align_ops, aligned_curves, first_divergence, op_sequence, peak_comparison
 from dashboard.analysis.compare_passes import busy_comparison, pass_comparison, step_time_ns
@@ -28,7 +30,8 @@ from dashboard.analysis.compare_planner import (
 from dashboard.analysis.liveness import planner_groups
 from dashboard.store import Run
 
-SECTIONS = ("kernels", "layers", "memory", "planner", "compiler")  # evidence kinds compared, in report order
+# Evidence kinds compared, in report order.
+SECTIONS = ("kernels", "layers", "memory", "cuda_memory", "planner", "compiler")
 
 
 def _clean(value: Any) -> Any:
@@ -165,6 +168,8 @@ def build_report(run_a: Run, run_b: Run, rank_a: int | None = None, rank_b: int 
             report["layers"] = layers
     if "memory" in shared:
         report["memory"] = memory_section(run_a, run_b, a, b)
+    if "cuda_memory" in shared:
+        report["cuda_memory"] = cuda_memory_section(run_a, run_b, rank_a, rank_b)
     if "planner" in shared:
         report["planner"] = planner_section(run_a, run_b)
     if "compiler" in shared:

@@ -85,6 +85,27 @@ def _memory(section: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _change(value: float | None) -> str:
+    return "" if value is None else f" ({value:+.1%})"
+
+
+def _cuda_memory(section: dict[str, Any]) -> list[str]:
+    lines = [f"CUDA memory (rank {section['rank_a']} of A against rank {section['rank_b']} of B; peak allocated = "
+             "highest allocated, culprit = the op or Python frame holding the most live bytes there; peak reserved "
+             "= highest reserved):"]
+    for row in section["devices"]:
+        culprits = " · ".join(f"culprit {side.upper()} {row[f'culprit_{side}']} "
+                              f"({format_bytes(row[f'culprit_bytes_{side}'])})"
+                              for side in ("a", "b") if row[f"culprit_{side}"] is not None)
+        lines.append(f"  {row['device']:<8} peak allocated A {format_bytes(row['peak_allocated_a']):>10} · "
+                     f"B {format_bytes(row['peak_allocated_b']):>10} · B − A {_signed_bytes(row['allocated_delta'])}"
+                     f"{_change(row['allocated_change'])}" + (f" · {culprits}" if culprits else ""))
+        lines.append(f"  {'':<8} peak reserved  A {format_bytes(row['peak_reserved_a']):>10} · "
+                     f"B {format_bytes(row['peak_reserved_b']):>10} · B − A {_signed_bytes(row['reserved_delta'])}"
+                     f"{_change(row['reserved_change'])}")
+    return lines
+
+
 def _planner(section: dict[str, Any]) -> list[str]:
     if "group_a" not in section:
         return ["planner: a side has no dump group"]
@@ -122,7 +143,7 @@ def _compiler(section: dict[str, Any] | None) -> list[str]:
 
 
 _FORMATS = {"kernels": _kernels, "passes": _passes, "gpu_busy": _busy, "layers": _layers, "memory": _memory,
-            "planner": _planner, "compiler": _compiler}
+            "cuda_memory": _cuda_memory, "planner": _planner, "compiler": _compiler}
 
 
 def format_report(report: dict[str, Any]) -> str:

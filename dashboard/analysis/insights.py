@@ -12,6 +12,7 @@ import polars as pl
 
 from dashboard.analysis import breakdown, device_findings, idle_causes, ir_growth, launch_stats, planner_sharing
 from dashboard.analysis import copies as copy_analysis
+from dashboard.analysis.cuda_findings import cuda_memory_findings
 from dashboard.analysis.finding import Finding, ranked
 from dashboard.analysis.gpu_busy import merged_intervals
 from dashboard.analysis.time_findings import TimeTables, time_findings
@@ -85,6 +86,9 @@ def run_insights(run: Run) -> Insights:
     if run.has("op_memory"):
         findings.extend(device_findings.memory_findings(run.id, run.frame("op_memory")))
         skipped.append("buffers kept alive after their last use: op_memory holds totals, not per-buffer lifetimes")
+    if run.has("device_memory"):
+        findings.extend(cuda_memory_findings(run.id, run.frame("device_memory"),
+                                             run.frame("memory_segments"), run.info.metadata))
     if run.has("ws_buffers"):
         findings.extend(device_findings.planner_findings(run.id, run.frame("ws_buffers")))
         findings.extend(planner_sharing.sharing_findings(run.id, run.frame("ws_buffers")))

@@ -1,4 +1,5 @@
-"""The charts of /compare's sections beyond kernels (passes, GPU busy, memory, planner), for the PNG zip."""
+"""The charts of /compare's sections beyond kernels (passes, GPU busy, memory, CUDA memory, planner), for the PNG
+zip."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import plotly.graph_objects as go
 
 from dashboard.analysis import run_views
 from dashboard.analysis.compare import Side
+from dashboard.analysis.compare_cuda_memory import run_peak_deltas
 from dashboard.analysis.compare_memory import align_ops, aligned_curves, first_divergence, op_sequence, peak_comparison
 from dashboard.analysis.compare_passes import busy_comparison, pass_comparison
 from dashboard.analysis.compare_planner import buffer_changes, default_groups
 from dashboard.analysis.liveness import planner_groups
 from dashboard.compare_report import memory_rank, shared_evidence
+from dashboard.figures.compare_cuda_memory import compare_cuda_memory_figure
 from dashboard.figures.compare_memory import compare_memory_figure
 from dashboard.figures.compare_passes import busy_figure, pass_figure
 from dashboard.figures.compare_planner import liveness_figure
@@ -39,6 +42,9 @@ def section_figures(store: RunStore, a: Side, b: Side, query: Mapping[str, Any])
                                                               op_sequence(memory_b, rank_b)), rank_a, rank_b)
         figures["compare-memory"] = compare_memory_figure(
             curves, peak_comparison(memory_a, memory_b, rank_a, rank_b), first_divergence(curves), a.label, b.label)
+    if "cuda_memory" in shared:
+        deltas = run_peak_deltas(run_a, run_b, a.rank, b.rank)[0]
+        figures["compare-cuda-memory"] = compare_cuda_memory_figure(deltas, a.label, b.label)
     if "planner" in shared:
         tables = ("ws_buffers", "ws_ops", "ws_channels")
         groups_a = planner_groups(*[run_a.frame(t) for t in tables])

@@ -1,4 +1,5 @@
-"""Figures of CUDA allocator memory: allocated / reserved over time per device, and slack.
+"""Figures of CUDA allocator memory: allocated / reserved over time per device, slack, and (snapshots)
+fragmentation.
 
 x is milliseconds since the run's first memory event; every point carries
 `customdata` = its exact time in ns since that event (run-clock ns exceed the
@@ -21,14 +22,19 @@ _AT_COLOUR = "#D55E00"
 
 
 def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | None, at_ns: int | None,
-                  relative: bool, window: tuple[int, int] | None) -> go.Figure:
-    """Allocated (solid) and reserved (dotted) per device on top; slack (reserved − allocated) below."""
+                  relative: bool, window: tuple[int, int] | None,
+                  fragmentation: dict[str, pl.DataFrame] | None = None) -> go.Figure:
+    """Allocated (solid) and reserved (dotted) per device on top; slack (reserved − allocated) below it; and
+    where segments are known, fragmentation (`cuda_fragmentation.over_time` frames per device) at the bottom."""
     if not any(frame.height for frame in curves.values()):
         return empty_figure("No memory events in this window")
     highest = max(float(frame.select(pl.max_horizontal("allocated", "reserved")).max().item() or 0)
                   for frame in curves.values() if frame.height)
     divisor, unit = bytes_unit_for(highest)
-    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28], vertical_spacing=0.06)
+    fragmentation = {d: f for d, f in (fragmentation or {}).items() if f.height}
+    rows = 3 if fragmentation else 2
+    figure = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                           row_heights=[0.6, 0.2, 0.2] if fragmentation else [0.72, 0.28])
     for device, frame in curves.items():
         if frame.height == 0:
             continue
@@ -50,6 +56,16 @@ def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | 
                 x=x, y=reserved - allocated, customdata=custom, mode="lines", name=f"{device} slack",
                 legendgroup=device, showlegend=False, line={"shape": "hv", "color": colour, "width": 1},
                 hovertemplate=f"{device} slack %{{y:.4g}} {unit}<br>%{{x:.3f}} ms<extra></extra>"), row=2, col=1)
+    for device, frame in fragmentation.items():
+        figure.add_trace(go.Scattergl(
+            x=(frame["time_ns"].to_numpy() - origin_ns) / _MS, y=frame["fragmentation"].to_numpy() * 100,
+            customdata=frame["time_ns"].to_numpy() - origin_ns,
+            hovertext=[f"largest free block {format_bytes(largest)} of {format_bytes(free)} free in the segments"
+                       for largest, free in frame.select("largest_free", "free").iter_rows()],
+            mode="lines", name=f"{device} fragmentation", legendgroup=device, showlegend=False,
+            line={"shape": "hv", "color": colour_for(device), "width": 1},
+            hovertemplate=f"{device} fragmentation %{{y:.1f}} %<br>%{{hovertext}}<br>%{{x:.3f}} ms<extra></extra>"),
+            row=3, col=1)
     if peak is not None:
         figure.add_trace(go.Scatter(
             x=[(peak.time_ns - origin_ns) / _MS], y=[peak.allocated / divisor],
@@ -59,12 +75,15 @@ def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | 
     if at_ns is not None:
         figure.add_vline(x=(at_ns - origin_ns) / _MS, line={"color": _AT_COLOUR, "width": 1, "dash": "dash"})
     base = " (from 0 at the trace start: the trace has no allocator totals)" if relative else ""
-    figure.update_layout(template=TEMPLATE, height=460, margin={"l": 70, "r": 20, "t": 30, "b": 40},
+    figure.update_layout(template=TEMPLATE, height=560 if fragmentation else 460,
+                         margin={"l": 70, "r": 20, "t": 30, "b": 40},
                          legend={"orientation": "h", "y": 1.08}, hovermode="closest", dragmode="zoom",
                          uirevision="memory-cuda")
     figure.update_yaxes(title_text=f"memory ({unit}){base}", row=1, col=1, rangemode="tozero")
     figure.update_yaxes(title_text=f"slack ({unit})", row=2, col=1, rangemode="tozero")
-    figure.update_xaxes(title_text="time since the first memory event (ms)", row=2, col=1)
+    if fragmentation:
+        figure.update_yaxes(title_text="fragmentation (%)", row=3, col=1, range=[0, 100])
+    figure.update_xaxes(title_text="time since the first memory event (ms)", row=rows, col=1)
     if window is not None:
         figure.update_xaxes(range=[(window[0] - origin_ns) / _MS, (window[1] - origin_ns) / _MS])
     return figure

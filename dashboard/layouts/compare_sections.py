@@ -1,5 +1,5 @@
-"""/compare's sections beyond kernels: passes and GPU busy, device memory, planner, compiler (one per shared
-evidence kind)."""
+"""/compare's sections beyond kernels: passes and GPU busy, device memory, CUDA allocator memory, planner,
+compiler (one per shared evidence kind)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ from dashboard.figures.compare_memory import compare_memory_figure
 from dashboard.figures.compare_passes import busy_figure, pass_figure
 from dashboard.figures.compare_planner import liveness_figure
 from dashboard.layouts.compare_compiler import compiler_section
+from dashboard.layouts.compare_cuda_memory import cuda_memory_section
 from dashboard.layouts.page import chart
 from dashboard.store import Run
 
@@ -202,6 +203,8 @@ def more_sections(run_a: Run, run_b: Run, a: Side, b: Side,
         sections.append(passes_section(run_a, run_b, a, b))
     if "memory" in shared:
         sections.append(memory_section(run_a, run_b, a, b))
+    if "cuda_memory" in shared:
+        sections.append(cuda_memory_section(run_a, run_b, a, b))
     if "planner" in shared:
         sections.append(planner_section(run_a, run_b, a, b, groups))
     if "compiler" in shared:  # compiles chosen by the URL's compile_a, compile_b; ir_pass = the pass diffed

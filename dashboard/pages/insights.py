@@ -13,7 +13,7 @@ import dash_bootstrap_components as dbc
 import polars as pl
 from dash import dcc, html
 
-from dashboard.analysis import device_findings, ir_growth, planner_sharing, time_findings
+from dashboard.analysis import cuda_findings, device_findings, ir_growth, planner_sharing, time_findings
 from dashboard.analysis.breakdown import BREAKDOWN_DEFINITION
 from dashboard.analysis.finding import HIGH_SHARE, MEDIUM_SHARE, Finding
 from dashboard.analysis.insights import Insights
@@ -28,7 +28,7 @@ dash.register_page(__name__, path="/insights", name="Insights", order=0.5, title
 PATH = "/insights"
 EVIDENCE = "kernels"  # the default run; a run named in the URL may hold any evidence
 # With no kernel run, the newest run with other evidence that has findings (memory, planner, compiler) opens.
-FALLBACK_EVIDENCE = ("memory", "planner", "compiler")
+FALLBACK_EVIDENCE = ("memory", "cuda_memory", "planner", "compiler")
 SEVERITY_COLOURS = {"high": "danger", "medium": "warning", "low": "secondary"}
 HTA_NOTE = ("Compared with Holistic Trace Analysis (get_temporal_breakdown): the same span, idle, compute and "
             "non-compute definitions, on every event of the run. HTA leaves out the last profiler step and "
@@ -122,7 +122,7 @@ def _launch_table(insights: Insights) -> html.Table | None:
 
 
 def _thresholds() -> html.Details:
-    items = {**time_findings.THRESHOLDS, **device_findings.THRESHOLDS,
+    items = {**time_findings.THRESHOLDS, **device_findings.THRESHOLDS, **cuda_findings.THRESHOLDS,
              "planner sharing": planner_sharing.THRESHOLD, "IR growth": ir_growth.THRESHOLD,
              "severity": f"high at {HIGH_SHARE:.0%} of its total or more, medium at {MEDIUM_SHARE:.0%}, else low"}
     return html.Details([

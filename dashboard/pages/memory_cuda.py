@@ -17,6 +17,7 @@ import dash_bootstrap_components as dbc
 import polars as pl
 from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 
+from dashboard.analysis import cuda_fragmentation
 from dashboard.analysis import cuda_memory as analysis
 from dashboard.analysis.selection import format_window, parse_window, x_range_from_relayout
 from dashboard.analysis.units import format_bytes, format_ns
@@ -42,6 +43,7 @@ class CudaData:
     origin_ns: int
     relative: bool
     has_kernels: bool
+    layouts: dict[str, cuda_fragmentation.Layout]  # devices whose segments are known (snapshots): replayable
 
 
 @lru_cache(maxsize=4)
@@ -51,8 +53,10 @@ def cuda_data(run_id: str, rank: int) -> CudaData:
     segments = run.frame("memory_segments").filter(pl.col("rank") == rank)
     devices = tuple(sorted(events["device"].unique().to_list(), key=lambda d: (d == "cpu", d)))
     origin = int(events["time_ns"].min()) if events.height else 0  # type: ignore[arg-type]
+    layouts = {device: state for device in devices if segments.height and (state := cuda_fragmentation.layout(
+        analysis.device_events(events, device), segments.filter(pl.col("device") == device))) is not None}
     return CudaData(events, analysis.lifetimes(events), segments, devices, origin,
-                    bool(events["relative"].any()), run.has_evidence("kernels"))
+                    bool(events["relative"].any()), run.has_evidence("kernels"), layouts)
 
 
 def cuda_run(run_id: str | None) -> Run | None:
@@ -144,7 +148,9 @@ def render(run_id: str, state: dict[str, Any]) -> dict[str, Any]:
     peaks = [p for d in devices if (p := analysis.peak(per_device[d], lives, d)) is not None]
     top = max(peaks, key=lambda p: p.allocated) if peaks else None
     curves = {d: analysis.curve(frame, window) for d, frame in per_device.items()}
-    figure = curves_figure(curves, data.origin_ns, top, state["at"], data.relative, window)
+    fragmentation = {d: cuda_fragmentation.over_time(data.layouts[d], cuda_fragmentation.sample_times(
+        curves[d]["time_ns"])) for d in devices if d in data.layouts}
+    figure = curves_figure(curves, data.origin_ns, top, state["at"], data.relative, window, fragmentation)
     events = pl.concat(list(per_device.values())) if per_device else data.events.clear()
     cards = [_peak_card(p, data.origin_ns) for p in peaks]
     frag = analysis.fragmentation(data.segments.filter(pl.col("device").is_in(devices)))
@@ -202,8 +208,10 @@ def layout(run: Run, rank: str | None, query: dict[str, Any]) -> html.Div:
             html.Div(parts["links"], id="memory-cuda-links", className="ms-3 small"),
         ], className="d-flex align-items-center flex-wrap gap-2 mb-2"),
         html.Small("Allocated: bytes in live tensors; reserved (dotted): bytes the caching allocator holds in "
-                   "segments; slack: reserved − allocated. Zoom to re-aggregate (the window is shared with "
-                   "/timeline and /kernels); click a point to list what is alive there." + relative,
+                   "segments; slack: reserved − allocated; fragmentation (snapshots): 1 − largest free block / "
+                   "free bytes in the segments, replayed from the allocator's trace. Zoom to re-aggregate (the "
+                   "window is shared with /timeline and /kernels); click a point to list what is alive there."
+                   + relative,
                    className="text-muted d-block mb-2"),
         dbc.Row(parts["cards"], id="memory-cuda-cards", className="g-2 mb-2"),
         html.Div(chart(CURVES_ID, parts["figure"], f"{run.id}-cuda-memory"), className="chart-card"),

@@ -78,6 +78,8 @@ def test_a_snapshot_run_shows_frames_and_fragmentation(page: Page, server, tmp_p
     page.goto(f"{server.url}/memory?run={run_id}")
     expect(page.locator("#memory-cuda-cards")).to_contain_text("Fragmentation at the snapshot's end", timeout=20_000)
     _settled(page)
+    names = page.evaluate(f"() => document.querySelector('{GRAPH}').data.map(t => t.name)")
+    assert "cuda:0 fragmentation" in names and "cuda:0 slack" in names  # over time, beside reserved − allocated
     page.locator("#memory-cuda-peak").click()
     expect(page.locator("#memory-cuda-live tbody tr").first).to_contain_text(".py:", timeout=15_000)
     expect(page.locator("#memory-cuda-ops")).to_contain_text("model/")

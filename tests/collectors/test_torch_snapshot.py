@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import pickle
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,11 @@ CPP = {"filename": "/pytorch/c10/cuda/CUDACachingAllocator.cpp", "line": 9, "nam
 def _write(path: Path, snapshot: Any, gz: bool = False) -> Path:
     data = pickle.dumps(snapshot)
     path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def _write_bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
     return path
 
 
@@ -92,20 +99,20 @@ def test_without_segments_the_curve_is_relative(tmp_path: Path) -> None:
     assert memory["allocated"].to_list() == [0, 1024, 1024, 1024 + 3 * MIB, 1024 + 3 * MIB, 3 * MIB]
 
 
-def test_streaming_loader_gives_the_same_tables_in_bounded_batches(tmp_path: Path, monkeypatch) -> None:
+def test_tables_do_not_depend_on_the_batch_size(tmp_path: Path, monkeypatch) -> None:
     path = demo.write(tmp_path / "train.pickle", steps=14, devices=2)  # > 1,000 entries per device
     whole = _collect(path)
     batches: list[int] = []
     original = loader.load_streaming
 
-    def small_batches(handle: Any, on_entries: Any, batch: int) -> Any:
+    def counting_batches(handle: Any, on_entries: Any, batch: int) -> Any:
         def counting(number: int, entries: list) -> None:
             batches.append(len(entries))
             on_entries(number, entries)
-        return original(handle, counting, 7)
+        return original(handle, counting, batch)
 
-    monkeypatch.setattr(collector_module, "STREAM_ABOVE_BYTES", 0)
-    monkeypatch.setattr(collector_module, "load_streaming", small_batches)
+    monkeypatch.setattr(collector_module, "BATCH", 7)
+    monkeypatch.setattr(collector_module, "load_streaming", counting_batches)
     streamed = _collect(path)
     # The pickler appends 1,000 entries at a time: a batch is handed over at the first append past 7.
     assert len(batches) == 4 and max(batches) == 1000 and sum(batches) == whole["device_memory"].height
@@ -113,8 +120,24 @@ def test_streaming_loader_gives_the_same_tables_in_bounded_batches(tmp_path: Pat
         assert streamed[table].equals(whole[table])
 
 
-def test_streaming_loader_forgets_entries_it_handed_over(tmp_path: Path) -> None:
-    path = demo.write(tmp_path / "train.pickle", steps=14)
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_streaming_loader_hands_over_what_the_c_unpickler_reads(protocol: int) -> None:
+    # CPython's C unpickler (on our own, trusted pickle) is the reference for every entry and the rest.
+    snapshot = demo.snapshot_of(demo.training_builders(steps=3, layers=4, devices=2))
+    data = pickle.dumps(snapshot, protocol=protocol)
+    reference = pickle.loads(data)
+    handed: dict[int, list[dict[str, Any]]] = {}
+    rest, numbers = loader.load_streaming(io.BytesIO(data), lambda n, entries: handed.setdefault(n, []).extend(
+        entries), batch=50)
+    assert [handed[n] for n in sorted(handed)] == reference["device_traces"]
+    assert sorted(numbers.values()) == [0, 1] and rest["device_traces"] == [[], []]
+    assert rest["segments"] == reference["segments"]
+
+
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_streaming_loader_forgets_entries_it_handed_over(tmp_path: Path, protocol: int) -> None:
+    path = tmp_path / "train.pickle"
+    path.write_bytes(pickle.dumps(demo.snapshot_of(demo.training_builders(steps=14)), protocol=protocol))
     seen: list[int] = []
     with open(path, "rb") as handle:
         unpickler = loader._StreamingUnpickler(handle, lambda n, entries: seen.append(len(entries)), 10)
@@ -125,18 +148,37 @@ def test_streaming_loader_forgets_entries_it_handed_over(tmp_path: Path) -> None
     assert len(memo_entries) == len(tail)
 
 
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_a_huge_memo_index_costs_one_entry_not_a_hang(tmp_path: Path, protocol: int) -> None:
+    # Fuzz cases torch_snapshot/0/609, 2263, 2629: a LONG_BINPUT naming memo index ~10^8-10^9. CPython's C
+    # unpickler grows its memo array to twice the index and zeroes it (12 GB, 10-30 s inside C); the loader's
+    # memo is a dict. Inserted right after the top dict is pushed (and memoized), it memoizes that dict again.
+    data = pickle.dumps(demo.snapshot_of([_small_run()]), protocol=protocol)
+    top = data.index(b"}") + 1
+    top += 2 if protocol == 2 else 1  # past BINPUT 0 / MEMOIZE
+    damaged = data[:top] + b"r" + (778_987_873).to_bytes(4, "little") + data[top:]
+    started = time.perf_counter()
+    memory = _collect(_write_bytes(tmp_path / "memo.pickle", damaged))["device_memory"]
+    assert time.perf_counter() - started < 5
+    assert memory["allocated"].to_list() == [0, 1024, 1024, 1024 + 3 * MIB, 1024 + 3 * MIB, 3 * MIB]
+
+
+def test_a_bytearray_of_any_length_is_refused_before_it_is_allocated(tmp_path: Path) -> None:
+    # BYTEARRAY8 with a length of 2^40: bytearray(n) would zero a terabyte before reading it.
+    damaged = b"\x80\x05\x96" + (1 << 40).to_bytes(8, "little") + b"."
+    with pytest.raises(IngestError, match="corrupt pickle: its bytes do not decode as an allocator snapshot"):
+        _collect(_write_bytes(tmp_path / "bytearray.pickle", damaged))
+
+
 class _RunsCode:
     def __reduce__(self) -> tuple:
         return (os.system, ("touch /tmp/cudamem-should-not-exist",))
 
 
-@pytest.mark.parametrize("streaming", [False, True])
-def test_a_pickle_that_would_run_code_is_refused_in_one_line(tmp_path: Path, monkeypatch, streaming: bool) -> None:
+def test_a_pickle_that_would_run_code_is_refused_in_one_line(tmp_path: Path) -> None:
     marker = Path("/tmp/cudamem-should-not-exist")
     marker.unlink(missing_ok=True)
     path = _write(tmp_path / "evil.pickle", {"segments": [], "device_traces": [[_RunsCode()]]})
-    if streaming:
-        monkeypatch.setattr(collector_module, "STREAM_ABOVE_BYTES", 0)
     with pytest.raises(IngestError) as caught:
         _collect(path)
     message = str(caught.value)

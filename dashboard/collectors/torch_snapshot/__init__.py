@@ -14,32 +14,32 @@ from the file name (`rank-3`), else the file's position.
 
 How bad input is handled: the pickle is never allowed to import or call
 anything (`unpickle`): such a file, a truncated or corrupt pickle, or a
-pickle that is not a snapshot is one IngestError line. Snapshots above
-`STREAM_ABOVE_BYTES` are read by the streaming loader, a batch of trace
-entries at a time, so a 2 GB snapshot does not need its whole object graph
-in memory.
+pickle that is not a snapshot is one IngestError line. Every snapshot is
+read by the streaming loader, `BATCH` trace entries at a time, so a 2 GB
+snapshot does not need its whole object graph in memory (and no memo index
+in a damaged file can make the loader allocate; see `unpickle`).
 """
 
 from __future__ import annotations
 
-import os
 import pickle
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, is_gzip, open_source
+from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, open_source
 from dashboard.collectors.kineto.tables import rank_from_name
 from dashboard.collectors.torch_snapshot.tables import FrameNamer, device_memory, entries_frame, segments_frame
-from dashboard.collectors.torch_snapshot.unpickle import STREAM_ABOVE_BYTES, RefusedPickle, load_streaming, load_whole
+from dashboard.collectors.torch_snapshot.unpickle import RefusedPickle, load_streaming
 
-BATCH = 100_000
+BATCH = 100_000  # trace entries turned into columns at a time
 _PROTOCOLS = frozenset(range(2, 6))
 
 
-def _load(path: Path, streaming: bool) -> tuple[Any, list[pl.DataFrame], dict[int, int], FrameNamer]:
+def _load(path: Path) -> tuple[Any, list[pl.DataFrame], dict[int, int], FrameNamer]:
     """(snapshot with its trace lists emptied, trace batches as frames, id(list) -> number, frame namer)."""
     namer = FrameNamer()
     parts: list[pl.DataFrame] = []
@@ -51,29 +51,20 @@ def _load(path: Path, streaming: bool) -> tuple[Any, list[pl.DataFrame], dict[in
 
     try:
         with open_source(path) as handle:
-            if streaming:
-                snapshot, numbers = load_streaming(handle, on_entries, BATCH)
-                return snapshot, parts, numbers, namer
-            snapshot = load_whole(handle)
+            snapshot, numbers = load_streaming(handle, on_entries, BATCH)
     except RefusedPickle as exc:
         raise IngestError(path, str(exc)) from None
-    except EOFError:
+    except (EOFError, struct.error):  # struct.error: an opcode's argument cut short by the file's end
         raise IngestError(path, "truncated pickle: the file ends before the snapshot does") from None
+    except MemoryError:  # a length field asking for more than the machine has: never a real snapshot's
+        raise IngestError(path, "corrupt pickle: a length in it exceeds the memory of this machine") from None
     except (pickle.UnpicklingError, ValueError, KeyError, IndexError, TypeError, AttributeError,
-            OverflowError, UnicodeDecodeError) as exc:
+            OverflowError, UnicodeDecodeError, RecursionError) as exc:
         if "truncated" in str(exc):
             raise IngestError(path, "truncated pickle: the file ends before the snapshot does") from None
         # The exception's text is the unpickler's or polars' (issue 14: no library text reaches the user).
         what = "a value of the wrong type" if isinstance(exc, TypeError | AttributeError) else "damaged data"
         raise IngestError(path, f"corrupt pickle: its bytes do not decode as an allocator snapshot ({what})") from None
-    numbers = {}
-    traces = snapshot.get("device_traces") if isinstance(snapshot, dict) else None
-    for index, trace in enumerate(traces if isinstance(traces, list) else []):
-        if isinstance(trace, list):
-            numbers[id(trace)] = index
-            for first in range(0, len(trace), BATCH):
-                on_entries(index, trace[first:first + BATCH])
-            trace.clear()  # the objects of this device are no longer needed
     return snapshot, parts, numbers, namer
 
 
@@ -99,8 +90,7 @@ class TorchSnapshotCollector:
             progress(index / len(sources), f"reading {path.name}")
             rank = rank_from_name(path)
             rank = index if rank is None else rank
-            size = os.path.getsize(path) * (4 if is_gzip(path) else 1)  # gzip: about 4x smaller
-            snapshot, parts, numbers, namer = _load(path, streaming=size > STREAM_ABOVE_BYTES)
+            snapshot, parts, numbers, namer = _load(path)
             if not isinstance(snapshot, dict) or not ({"segments", "device_traces"} & snapshot.keys()):
                 kind = type(snapshot).__name__
                 raise IngestError(path, f"not an allocator snapshot: a pickled {kind} without `segments` or "

@@ -3,20 +3,25 @@
 A snapshot (`torch.cuda.memory._dump_snapshot`) is a pickle of plain data:
 dicts, lists, tuples, str, int, float, bool and None. A pickle can also name
 any importable callable and call it (`__reduce__`: `os.system`), so the
-loaders here refuse every global (`find_class`) and persistent id: such a
+loader here refuses every global (`find_class`) and persistent id: such a
 file stops with one line naming the callable, nothing of it runs.
 
-Two loaders:
+One loader, the pure-Python unpickler, for every size. CPython's C unpickler
+is ~6x faster but cannot be bounded: a LONG_BINPUT opcode's 4-byte memo index
+makes it grow its memo array to twice that index and zero it (a 6 KB file
+naming index 7 x 10^8 costs 12 GB and 10-30 s inside C, where no alarm
+reaches: 9 of 10,000 fuzzed snapshots did that), and which bytes are opcodes
+is only known by parsing. Here the memo is a dict, so an index costs one
+entry. Measured on a generated 26 MB snapshot (2 devices, 576k trace
+entries): the whole ingest 2.2 s with the C unpickler, 4.3 s with this one
+(its opcode loop reads the file directly, without pickle's frame buffer).
 
-* `load_whole`: CPython's C unpickler, fast (~40 MB/s), holding the whole
-  object graph; for snapshots up to `STREAM_ABOVE_BYTES`.
-* `load_streaming`: the pure-Python unpickler (~6 MB/s) with two hooks that
-  bound memory for snapshots of any size: trace lists (`device_traces`) are
-  handed to `on_entries` at the first append past `batch` entries (the
-  pickler appends 1,000 items at a time) and emptied, and the memo
-  forgets the entries handed over (a pickle memoizes every dict, so the memo
-  alone would otherwise keep them all alive). Frame dicts stay in the memo:
-  there is one per distinct source line, shared by every traceback.
+Two hooks bound memory for snapshots of any size: trace lists
+(`device_traces`) are handed to `on_entries` at the first append past
+`batch` entries (the pickler appends 1,000 items at a time) and emptied, and
+the memo forgets the entries handed over (a pickle memoizes every dict, so
+the memo alone would otherwise keep them all alive). Frame dicts stay in the
+memo: there is one per distinct source line, shared by every traceback.
 """
 
 from __future__ import annotations
@@ -26,8 +31,6 @@ import pickle
 from collections.abc import Callable
 from typing import Any, BinaryIO, ClassVar
 
-# Snapshot objects take ~3.5x their pickled bytes in Python: above this the streaming loader is used.
-STREAM_ABOVE_BYTES = 256 * 1024 * 1024
 OnEntries = Callable[[int, list[dict[str, Any]]], None]  # (trace list number, entries)
 
 
@@ -45,19 +48,6 @@ def _refuse_persistent(pid: Any) -> Any:
                         "an allocator snapshot holds only plain data, so it was not loaded")
 
 
-class _WholeUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        return _refuse_global(module, name)
-
-    def persistent_load(self, pid: Any) -> Any:
-        return _refuse_persistent(pid)
-
-
-def load_whole(handle: BinaryIO) -> Any:
-    """The snapshot as Python objects, by the C unpickler with every global refused."""
-    return _WholeUnpickler(handle).load()
-
-
 def is_trace_entry(item: Any) -> bool:
     return type(item) is dict and "action" in item
 
@@ -73,14 +63,40 @@ class _StreamingUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
         self._batch = batch
         self._trace_lists: dict[int, int] = {}  # id(list) -> its number, in order of first entry
         self._keep_alive: list[list[Any]] = []  # so the ids above stay unique
-        self._memo_next = 0
-        self._scanned = 0  # memo keys below this were looked at by `_forget`
+        self._memo_next = 0  # the key MEMOIZE gives next (protocol 4+)
+        self._scanned = 0  # MEMOIZE keys below this were looked at by `_forget`
+        self._named: list[int] = []  # keys BINPUT / LONG_BINPUT gave (protocols 1-3) since the last `_forget`
 
     def find_class(self, module: str, name: str) -> Any:
         return _refuse_global(module, name)
 
     def persistent_load(self, pid: Any) -> Any:
         return _refuse_persistent(pid)
+
+    def load(self) -> Any:
+        """pickle._Unpickler.load, reading the file directly: its frame buffer costs a Python call per read."""
+        self.read, self.readline = self._file_read, self._file_readline
+        self.metastack, self.stack = [], []
+        self.append = self.stack.append
+        self.proto = 0
+        read, dispatch = self.read, self.dispatch
+        try:
+            while True:
+                key = read(1)
+                if not key:
+                    raise EOFError
+                dispatch[key[0]](self)
+        except pickle._Stop as stop:  # type: ignore[attr-defined]
+            return stop.value
+
+    def _load_frame(self) -> None:
+        # A frame only announces how many bytes follow (for buffering): they are read opcode by opcode anyway.
+        if len(self.read(8)) < 8:
+            raise EOFError
+
+    def _load_bytearray(self) -> None:
+        # bytearray(n) zeroes n bytes before reading them (n from the file: up to 2^63); a snapshot holds none.
+        raise pickle.UnpicklingError("a bytearray, which no allocator snapshot holds")
 
     def trace_list_number(self, target: list[Any]) -> int | None:
         return self._trace_lists.get(id(target))
@@ -91,8 +107,9 @@ class _StreamingUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
         self._memo_next += 1
 
     def _put(self, index: int) -> None:
+        # Kept apart from `_memo_next`: a damaged index (up to 2^32) must cost one entry, not a scan up to it.
         self.memo[index] = self.stack[-1]
-        self._memo_next = max(self._memo_next, index + 1)
+        self._named.append(index)
 
     def _load_binput(self) -> None:  # protocols 1-3 name their memo keys
         self._put(self.read(1)[0])
@@ -120,11 +137,12 @@ class _StreamingUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
     def _forget(self) -> None:
         """Drop handed-over entries from the memo; a later reference to one fails loudly (KeyError)."""
         memo = self.memo
-        for key in range(self._scanned, self._memo_next):
+        for key in (*range(self._scanned, self._memo_next), *self._named):
             value = memo.get(key)
             if type(value) is dict and "action" in value:
                 del memo[key]
         self._scanned = self._memo_next
+        self._named.clear()
 
     def _load_append(self) -> None:
         value = self.stack.pop()
@@ -143,6 +161,8 @@ class _StreamingUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
         if items:
             self._appended(target, items[0])
 
+    dispatch[pickle.FRAME[0]] = _load_frame
+    dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray
     dispatch[pickle.MEMOIZE[0]] = _memoize
     dispatch[pickle.BINPUT[0]] = _load_binput
     dispatch[pickle.LONG_BINPUT[0]] = _load_long_binput

@@ -1,0 +1,59 @@
+"""/compare's CUDA allocator memory section: per device, peak allocated and reserved of A and B, B − A."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash_bootstrap_components as dbc
+from dash import dcc, html
+
+from dashboard.analysis.compare import Side
+from dashboard.analysis.compare_cuda_memory import run_peak_deltas
+from dashboard.analysis.finding import view_href
+from dashboard.analysis.units import format_bytes
+from dashboard.figures.compare_cuda_memory import compare_cuda_memory_figure
+from dashboard.layouts.page import chart
+from dashboard.store import Run
+
+DEFINITION = ("Peak allocated: the highest bytes in live tensors; culprit: the op (snapshots: the Python frame) "
+              "whose live allocations hold the most bytes at that peak. Peak reserved: the highest bytes the "
+              "caching allocator held in segments. B − A in bytes and in % of A.")
+
+
+def _delta(delta: int | None, change: float | None) -> str:
+    if delta is None:
+        return "–"
+    text = ("+" if delta >= 0 else "−") + format_bytes(abs(delta))
+    return text + (f" ({change:+.1%})" if change is not None else "")
+
+
+def _culprit(row: dict[str, Any], suffix: str, run_id: str, rank: int) -> Any:
+    """The side's culprit, linked to /memory at its peak (the live allocations there)."""
+    if row[f"peak_allocated_{suffix}"] is None:
+        return "–"
+    text = (f"{row[f'culprit_{suffix}']} ({format_bytes(row[f'culprit_bytes_{suffix}'])})"
+            if row[f"culprit_{suffix}"] else "at the peak")
+    href = view_href("/memory", run_id, rank=rank, device=row["device"], at=str(row[f"peak_time_ns_{suffix}"]))
+    return dcc.Link(text, href=href, className=f"compare-cuda-culprit-{suffix}")
+
+
+def cuda_memory_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
+    deltas, rank_a, rank_b = run_peak_deltas(run_a, run_b, a.rank, b.rank)
+    rows = [[row["device"], format_bytes(row["peak_allocated_a"]), format_bytes(row["peak_allocated_b"]),
+             _delta(row["allocated_delta"], row["allocated_change"]), format_bytes(row["peak_reserved_a"]),
+             format_bytes(row["peak_reserved_b"]), _delta(row["reserved_delta"], row["reserved_change"]),
+             _culprit(row, "a", run_a.id, rank_a), _culprit(row, "b", run_b.id, rank_b)]
+            for row in deltas.to_dicts()]
+    header = ["device", "peak allocated A", "B", "B − A", "peak reserved A", "B", "B − A", "culprit A (its bytes)",
+              "culprit B (its bytes)"]
+    table = dbc.Table([html.Thead(html.Tr([html.Th(h) for h in header])),
+                       html.Tbody([html.Tr([html.Td(cell) for cell in row]) for row in rows])],
+                      id="compare-cuda-memory-peaks", size="sm", striped=True, className="small mb-2")
+    return html.Div([
+        html.H5("CUDA allocator memory", className="mb-2"),
+        html.Div(f"Rank {rank_a} of A against rank {rank_b} of B; devices matched by name.",
+                 className="small mb-1"),
+        html.Div(DEFINITION, className="small text-muted mb-2"),
+        chart("compare-cuda-memory", compare_cuda_memory_figure(deltas, a.label, b.label), "compare-cuda-memory"),
+        table,
+    ], id="compare-cuda-memory-section", className="chart-card")
