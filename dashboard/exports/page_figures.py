@@ -105,24 +105,9 @@ def planner_figures(run: Run, query: Query) -> dict[str, go.Figure]:
 
 
 def compare_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.analysis.compare_view import choose_sides, compare_view
-    from dashboard.exports.compare_sections import section_figures
-    from dashboard.figures.compare import delta_figure, layer_delta_figure, totals_scatter
-    from dashboard.store import RunStore
+    from dashboard.views import compare
 
-    store = RunStore.containing(run)
-    sides = choose_sides(store, run, _rank(query), query.get("other"), query.get("other_rank"))
-    if sides is None:
-        return {}
-    view = compare_view(store, *sides)
-    selected = parse_keys(query.get("sel"))
-    a, b = view.a.label, view.b.label
-    figures = {
-        "compare-delta": delta_figure(view.comparison, _int(query, "top", 20), selected, a, b),
-        "compare-scatter": totals_scatter(view.comparison, selected, a, b),
-        "compare-layers": layer_delta_figure(view.layers, _layer(query), a, b),
-        **section_figures(store, view.a, view.b, query),  # passes, busy, memory, planner: what both runs share
-    }
+    figures = compare.figures(run, compare.State.from_query(query, run))
     return {name: figure for name, figure in figures.items() if figure.data}  # e.g. no kernel on both sides
 
 

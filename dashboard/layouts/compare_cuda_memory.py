@@ -11,9 +11,9 @@ from dashboard.analysis.compare import Side
 from dashboard.analysis.compare_cuda_memory import run_peak_deltas
 from dashboard.analysis.finding import view_href
 from dashboard.analysis.units import format_bytes
-from dashboard.figures.compare_cuda_memory import compare_cuda_memory_figure
 from dashboard.layouts.page import chart
 from dashboard.store import Run
+from dashboard.views.compare_sections import cuda_memory_figure
 
 DEFINITION = ("Peak allocated: the highest bytes in live tensors; culprit: the op (snapshots: the Python frame) "
               "whose live allocations hold the most bytes at that peak. Peak reserved: the highest bytes the "
@@ -54,6 +54,6 @@ def cuda_memory_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
         html.Div(f"Rank {rank_a} of A against rank {rank_b} of B; devices matched by name.",
                  className="small mb-1"),
         html.Div(DEFINITION, className="small text-muted mb-2"),
-        chart("compare-cuda-memory", compare_cuda_memory_figure(deltas, a.label, b.label), "compare-cuda-memory"),
+        chart("compare-cuda-memory", cuda_memory_figure(run_a, run_b, a, b), "compare-cuda-memory"),
         table,
     ], id="compare-cuda-memory-section", className="chart-card")

@@ -22,31 +22,24 @@ from dashboard.analysis.compare_memory import (
 from dashboard.analysis.compare_passes import (
     PASS_DEFINITION,
     STEP_DEFINITION,
-    busy_comparison,
-    pass_comparison,
     step_time_ns,
 )
 from dashboard.analysis.compare_planner import (
     buffer_changes,
     change_counts,
     channel_changes,
-    default_groups,
     peak_changes,
 )
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
-from dashboard.analysis.liveness import planner_groups
 from dashboard.analysis.units import format_bytes, format_ns
 from dashboard.compare_report import memory_rank, shared_evidence
-from dashboard.figures.compare_memory import compare_memory_figure
-from dashboard.figures.compare_passes import busy_figure, pass_figure
-from dashboard.figures.compare_planner import liveness_figure
 from dashboard.layouts.compare_compiler import compiler_section
 from dashboard.layouts.compare_cuda_memory import cuda_memory_section
 from dashboard.layouts.page import chart
 from dashboard.store import Run
+from dashboard.views import compare_sections as sections
 
 MAX_STRETCHES = 40
-PLANNER_TABLES = ("ws_buffers", "ws_ops", "ws_channels")
 
 
 def _table(header: list[str], rows: list[list[Any]], table_id: str | None = None) -> dbc.Table:
@@ -69,8 +62,7 @@ def _card(title: str, section_id: str, *children: Any) -> html.Div:
 def passes_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
     kernels_a, kernels_b = run_views.filtered_kernels(run_a, a.rank, None), run_views.filtered_kernels(run_b, b.rank,
                                                                                                          None)
-    passes = pass_comparison(kernels_a, kernels_b)
-    busy = busy_comparison(run_views.gpu_busy_view(run_a, a.rank, None), run_views.gpu_busy_view(run_b, b.rank, None))
+    figures = sections.passes_figures(run_a, run_b, a, b)
     step_a, step_b = step_time_ns(kernels_a), step_time_ns(kernels_b)
     steps = (f"Step time A {format_ns(step_a)} · B {format_ns(step_b)}"
              + (f" · B − A {_signed(step_b - step_a, format_ns)}" if step_a is not None and step_b is not None else ""))
@@ -79,8 +71,8 @@ def passes_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
         html.Div(steps, id="compare-steps", className="small mb-1"),
         html.Div([html.Div(PASS_DEFINITION), html.Div(STEP_DEFINITION), html.Div(BUSY_DEFINITION)],
                  className="small text-muted mb-2"),
-        dbc.Row([dbc.Col(chart("compare-passes", pass_figure(passes, a.label, b.label), "compare-passes"), lg=7),
-                 dbc.Col(chart("compare-busy", busy_figure(busy, a.label, b.label), "compare-busy"), lg=5)],
+        dbc.Row([dbc.Col(chart("compare-passes", figures["compare-passes"], "compare-passes"), lg=7),
+                 dbc.Col(chart("compare-busy", figures["compare-busy"], "compare-busy"), lg=5)],
                 className="g-3"),
     )
 
@@ -106,7 +98,7 @@ def memory_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
                  f"{alignment.only_b:,} only in B (rank {rank_a} against rank {rank_b}).",
                  id="compare-memory-alignment", className="small mb-1"),
         html.Div(parted_text, id="compare-memory-parted", className="small mb-2"),
-        chart("compare-memory", compare_memory_figure(curves, peaks, parted, a.label, b.label), "compare-memory"),
+        chart("compare-memory", sections.memory_figure(run_a, run_b, a, b), "compare-memory"),
         html.H6("Peaks per buffer type (bytes per bank; culprit = the op that allocated the peak, i.e. the one "
                 "before the peak snapshot; fragmentation = 1 − largest free block / free, at the peak and worst)",
                 className="mt-2"),
@@ -144,13 +136,9 @@ def _fragmentation(row: dict[str, Any], suffix: str) -> str | None:
     return None if at is None else f"{at:.0%} / {worst:.0%}"
 
 
-def planner_groups_of(run: Run) -> list[str]:
-    return planner_groups(*[run.frame(table) for table in PLANNER_TABLES])
-
-
 def planner_body(run_a: Run, run_b: Run, group_a: str, group_b: str, a: str, b: str) -> list[Any]:
     buffers_a, buffers_b = run_a.frame("ws_buffers"), run_b.frame("ws_buffers")
-    changes = buffer_changes(buffers_a, group_a, buffers_b, group_b)
+    changes = buffer_changes(buffers_a, group_a, buffers_b, group_b)  # counted below; the chart is the view's
     channels = channel_changes(run_a.frame("ws_channels"), group_a, run_b.frame("ws_channels"), group_b)
     peaks = peak_changes(buffers_a, group_a, buffers_b, group_b)
     peak_rows = [[r["memory"], r["unit"], r["peak_a"], r["peak_b"], _signed(r["delta"], str), r["at_op_a"],
@@ -163,7 +151,7 @@ def planner_body(run_a: Run, run_b: Run, group_a: str, group_b: str, a: str, b: 
                  id="compare-planner-counts", className="small mb-2"),
         _table(["memory", "unit", "peak A", "peak B", "B − A", "at op A", "at op B", "capacity"], peak_rows,
                "compare-planner-peaks"),
-        chart("compare-liveness", liveness_figure(changes, a, b), "compare-liveness"),
+        chart("compare-liveness", sections.planner_figure(run_a, run_b, group_a, group_b, a, b), "compare-liveness"),
         html.H6("Channels changed (matched on uid)", className="mt-2"),
         _table(["uid", "change", "A src → dst op", "B src → dst op", "memory", "name"], channel_rows)
         if channel_rows else html.Div("No channel changed.", className="small text-muted"),
@@ -175,12 +163,11 @@ def _counts(counts: dict[str, int]) -> str:
 
 
 def planner_section(run_a: Run, run_b: Run, a: Side, b: Side, wanted: tuple[str | None, str | None]) -> html.Div:
-    groups_a, groups_b = planner_groups_of(run_a), planner_groups_of(run_b)
-    chosen = default_groups(groups_a, groups_b)
+    chosen = sections.planner_choice(run_a, run_b, wanted)
     if chosen is None:
         return _card("Planner", "compare-planner-section", html.Div("A side has no planner dump group."))
-    group_a = wanted[0] if wanted[0] in groups_a else chosen[0]
-    group_b = wanted[1] if wanted[1] in groups_b else chosen[1]
+    group_a, group_b = chosen
+    groups_a, groups_b = sections.planner_groups_of(run_a), sections.planner_groups_of(run_b)
     pickers = html.Div([
         html.Span("A dump", className="me-2"),
         dcc.Dropdown(id="compare-group-a", options=groups_a, value=group_a, clearable=False,

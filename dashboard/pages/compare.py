@@ -1,13 +1,7 @@
-"""`/compare`: where kernel time moved between two runs, or two ranks of one run.
-
-URL state: run + rank (A, the baseline, as on every page), other + other_rank
-(B; by default another rank of A's run, else the newest other run), sel
-(kernel keys, shared with /kernels and /timeline), top (bars shown), layer +
-pass (a clicked layer bar, carried to /layers), group + other_group (planner
-dumps compared), compile_a + compile_b + ir_pass (the compiles compared and the aligned
-pass diffed). A and B may be any two runs sharing an evidence kind: the
-kernel charts show when both have kernels, then a section per other shared
-kind (passes and GPU busy, device memory, planner, compiler; layouts/compare_sections).
+"""`/compare`: where kernel time moved between two runs, or two ranks of one run (state and charts:
+views/compare.py). A and B may be any two runs sharing an evidence kind: the kernel charts show when both
+have kernels, then a section per other shared kind (passes and GPU busy, device memory, CUDA memory,
+planner, compiler; layouts/compare_sections).
 """
 
 from __future__ import annotations
@@ -21,9 +15,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import run_views
 from dashboard.analysis.compare_view import CompareView, choose_sides, compare_view
-from dashboard.analysis.selection import format_keys, parse_keys
-from dashboard.analysis.units import format_ns, time_unit_for
-from dashboard.figures.compare import delta_figure, layer_delta_figure, layer_from_click, totals_scatter
+from dashboard.figures.compare import layer_from_click
 from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.compare_compiler import compiler_body
@@ -33,6 +25,7 @@ from dashboard.layouts.controls import kernel_table, rank_control
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
+from dashboard.views import compare as view
 from dashboard.views.kernel_table import NUMBER_FORMAT
 from dashboard.views.params import ALL_RANKS, parse_rank
 
@@ -40,42 +33,8 @@ dash.register_page(__name__, path="/compare", name="Compare", order=7, title="Co
 
 PATH = "/compare"
 EVIDENCE = "kernels"
-TOP_CHOICES = (10, 20, 30, 50)
-DEFAULT_TOP = 20
 _NUMBER = {"type": "numericColumn", "filter": "agNumberColumnFilter", "minWidth": 120,
            "valueFormatter": NUMBER_FORMAT}
-
-
-def _top(value: Any) -> int:
-    try:
-        return int(value) if int(value) in TOP_CHOICES else DEFAULT_TOP
-    except (TypeError, ValueError):
-        return DEFAULT_TOP
-
-
-def summary_text(view: CompareView) -> str:
-    totals = view.totals
-    change = totals.change
-    moved = f" ({change:+.1%})" if change is not None else ""
-    return (f"Kernel time A: {format_ns(totals.total_a_ns)} in {totals.launches_a:,} launches · "
-            f"B: {format_ns(totals.total_b_ns)} in {totals.launches_b:,} launches{moved} · "
-            f"{totals.both} kernels on both sides, {totals.only_a} only in A, {totals.only_b} only in B"
-            + (f" ({view.renamed.height} of them matched as renamed: same demangled base name"
-               " [and template arguments]; see the table's match column)" if view.renamed.height else ""))
-
-
-def table_rows(view: CompareView) -> tuple[list[dict], str]:
-    """Rows in one time unit (named in the headers) and that unit."""
-    frame = view.comparison
-    largest = max(int(frame.get_column(c).abs().max() or 0) for c in ("total_a_ns", "total_b_ns", "delta_ns"))
-    factor, unit = time_unit_for(largest)
-    rows = frame.select(
-        "key", "group", "label", "count_a", "count_b", "presence", "match", "renamed_from",
-        *[(frame.get_column(c) / factor).round(4).alias(c.removesuffix("_ns")) for c in
-          ("total_a_ns", "total_b_ns", "delta_ns")],
-        (frame.get_column("ratio")).round(3).alias("ratio"),
-    ).to_dicts()
-    return rows, unit
 
 
 def column_defs(unit: str) -> list[dict]:
@@ -131,61 +90,35 @@ def _other_rank_options(run_id: str) -> list[dict[str, str]]:
     return [{"label": "all ranks", "value": ALL_RANKS}] + [{"label": f"rank {r}", "value": str(r)} for r in ranks]
 
 
-def _state(view: CompareView, top: int, selected: list[str], layer: tuple[str, str] | None,
-           groups: tuple[Any, Any] = ("", ""), compiles: tuple[Any, Any, Any] = ("", "", "")) -> dict[str, Any]:
-    # "" = absent from the URL (all ranks, the default), as on /kernels.
-    return {"rank": "" if view.a.rank is None else view.a.rank, "other": view.b.run_id,
-            "other_rank": "" if view.b.rank is None else view.b.rank,
-            "top": "" if top == DEFAULT_TOP else top, "sel": format_keys(selected),
-            "layer": layer[0] if layer else "", "pass": layer[1] if layer else "",
-            "group": groups[0] or "", "other_group": groups[1] or "",
-            **{key: "" if value is None else value for key, value in zip(_COMPILE_KEYS, compiles, strict=True)}}
+def _url_state(compared: CompareView, state: view.State) -> dict[str, Any]:
+    """The URL state with the sides as chosen (B filled in when the URL left it to the defaults)."""
+    return state.replace(rank=compared.a.rank, other=compared.b.run_id, other_rank=compared.b.rank).url_state()
 
 
-_COMPILE_KEYS = ("compile_a", "compile_b", "ir_pass")
+def render(compared: CompareView, state: view.State) -> dict[str, Any]:
+    rows, unit = view.table_rows(compared)
+    return {**view.kernel_figures(compared, state), "rows": rows, "columns": column_defs(unit),
+            "summary": view.summary_text(compared), "sides": f"A = {compared.a.label}   ·   B = {compared.b.label}"}
 
 
-def _compiles(state: dict | None) -> tuple[Any, Any, Any]:
-    return tuple((state or {}).get(key) for key in _COMPILE_KEYS)  # type: ignore[return-value]
-
-
-def _layer(layer: Any, pass_: Any) -> tuple[str, str] | None:
-    if not isinstance(layer, str) or not layer:
-        return None
-    return layer, pass_ if isinstance(pass_, str) and pass_ else "forward"
-
-
-def render(view: CompareView, top: int, selected: list[str], layer: tuple[str, str] | None) -> dict[str, Any]:
-    rows, unit = table_rows(view)
-    a, b = view.a.label, view.b.label
-    return {"delta": delta_figure(view.comparison, top, selected, a, b),
-            "scatter": totals_scatter(view.comparison, selected, a, b),
-            "layers": layer_delta_figure(view.layers, layer, a, b),
-            "rows": rows, "columns": column_defs(unit), "summary": summary_text(view),
-            "sides": f"A = {a}   ·   B = {b}"}
-
-
-def layout(run: str | None = None, rank: str | None = None, other: str | None = None,
-           other_rank: str | None = None, sel: str | None = None, top: str | None = None,
-           layer: str | None = None, group: str | None = None, other_group: str | None = None,
-           compile_a: str | None = None, compile_b: str | None = None, ir_pass: str | None = None,
-           **query: Any) -> html.Div:
+def layout(run: str | None = None, **query: Any) -> html.Div:
     chosen, notice = _resolve_a(run)
     header = page_header("Compare", chosen, "Where time and memory moved between two runs, or two ranks of one run")
     if chosen is None:
         return html.Div([header, notice], id="compare-page")
     store = current_store()
     ranks = run_views.kernel_ranks(chosen)
-    sides = choose_sides(store, chosen, parse_rank(rank, ranks), other, other_rank)
+    state = view.State.from_query(query, chosen)
+    sides = view.sides(store, chosen, state)
     if sides is None:
         return html.Div([header, dbc.Alert(
             "Nothing to compare with: this run has one rank and no other run shares its evidence. Ingest a second "
             "run (or a multi-rank trace) on the Runs page.", color="info", className="missing-evidence")],
             id="compare-page")
-    state_top, selected, state_layer = _top(top), parse_keys(sel), _layer(layer, query.get("pass"))
-    view = compare_view(store, *sides)
+    compared = compare_view(store, *sides)
     a, b = sides
-    shown = render(view, state_top, selected, state_layer)
+    shown = render(compared, state)
+    top_choices = sorted({*view.TOP_CHOICES, state.top})
     controls = html.Div([
         html.Span("A (baseline)", className="fw-semibold me-2"),
         rank_control("compare-rank", ranks, a.rank),
@@ -196,8 +129,8 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
                      value=ALL_RANKS if b.rank is None else str(b.rank), clearable=False, searchable=False,
                      style={"minWidth": "130px"}, className="me-4"),
         html.Div([  # kernel chart controls: hidden with the kernel charts when a side has no kernels
-            dcc.Dropdown(id="compare-top", options=[{"label": f"top {n}", "value": n} for n in TOP_CHOICES],
-                         value=state_top, clearable=False, searchable=False, style={"minWidth": "110px"},
+            dcc.Dropdown(id="compare-top", options=[{"label": f"top {n}", "value": n} for n in top_choices],
+                         value=state.top, clearable=False, searchable=False, style={"minWidth": "110px"},
                          className="me-3"),
             dbc.Button("clear selection", id="compare-clear-selection", size="sm", color="secondary", outline=True),
         ], id="compare-kernel-controls", style=_controls_style(_kernel_style(store, a, b))),
@@ -205,25 +138,25 @@ def layout(run: str | None = None, rank: str | None = None, other: str | None = 
     return html.Div([
         header,
         dcc.Store(id="compare-run", data=chosen.id),
-        dcc.Store(id="compare-sel", data=selected),
-        dcc.Store(id="compare-layer", data=list(state_layer) if state_layer else None),
-        url_state_store("compare", _state(view, state_top, selected, state_layer, (group, other_group),
-                                          (compile_a, compile_b, ir_pass))),
+        dcc.Store(id="compare-sel", data=list(state.sel)),
+        dcc.Store(id="compare-layer", data=list(state.chosen_layer) if state.chosen_layer else None),
+        url_state_store("compare", _url_state(compared, state)),
         controls,
         html.Div(shown["sides"], id="compare-sides", className="small mb-1"),
         html.Div([
             html.Div(shown["summary"], id="compare-summary", className="small text-muted mb-2"),
             dbc.Row([
-                dbc.Col(html.Div(chart("compare-delta", shown["delta"], f"{chosen.id}-compare-delta"),
+                dbc.Col(html.Div(chart("compare-delta", shown["compare-delta"], f"{chosen.id}-compare-delta"),
                                  className="chart-card"), lg=7),
-                dbc.Col(html.Div(chart("compare-scatter", shown["scatter"], f"{chosen.id}-compare-scatter"),
+                dbc.Col(html.Div(chart("compare-scatter", shown["compare-scatter"], f"{chosen.id}-compare-scatter"),
                                  className="chart-card"), lg=5),
             ], className="g-3"),
         ], id="compare-kernel-section", style=_kernel_style(store, a, b)),
         # Passes, busy, memory, planner between the kernel headline charts and the per-layer / per-kernel detail.
-        html.Div(_sections(store, a, b, (group, other_group), (compile_a, compile_b, ir_pass)), id="compare-more"),
+        html.Div(_sections(store, a, b, (state.group, state.other_group),
+                           (state.compile_a, state.compile_b, state.ir_pass)), id="compare-more"),
         html.Div([
-            html.Div(chart("compare-layers", shown["layers"], f"{chosen.id}-compare-layers"),
+            html.Div(chart("compare-layers", shown["compare-layers"], f"{chosen.id}-compare-layers"),
                      className="chart-card"),
             html.Div([
                 html.Div([html.H6("Every kernel, largest change first", className="mb-0 me-3"),
@@ -269,36 +202,43 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
                    url_state: dict | None) -> tuple[Any, ...]:
     store = current_store()
     run = store.open(run_id)
-    a_rank = parse_rank(rank_value, run_views.kernel_ranks(run))
     fired = fired_ids()
-    # A new B run starts at all of its ranks; a rank of the old run may not exist there.
-    sides = choose_sides(store, run, a_rank, other, None if "compare-other" in fired else other_rank)
+    drawn = view.State.from_query(url_state or {})
+    layer = tuple(layer_value) if layer_value else None
+    state = drawn.replace(
+        rank=parse_rank(rank_value, run_views.kernel_ranks(run)), other=other if isinstance(other, str) else None,
+        # A new B run starts at all of its ranks; a rank of the old run may not exist there.
+        other_rank=None if "compare-other" in fired else view.State.from_query({"other_rank": other_rank}).other_rank,
+        top=view.State.from_query({"top": top_value}).top, sel=tuple(selected or ()),
+        layer=layer[0] if layer else None, pass_=layer[1] if layer else None)
+    if "compare-other" in fired:  # another B run: its own compiles
+        state = state.replace(compile_a=None, compile_b=None, ir_pass=None)
+    sides = view.sides(store, run, state)
     if sides is None:
         raise PreventUpdate
-    selected = list(selected or [])
+    chosen = list(state.sel)
     if "compare-clear-selection" in fired:
-        selected = []
+        chosen = []
     if "compare-delta" in fired:
         clicked = keys_from_event(bar_click)
-        if clicked and all(k in selected for k in clicked):  # a second click on a selected bar clears it
-            selected = [k for k in selected if k not in clicked]
+        if clicked and all(k in chosen for k in clicked):  # a second click on a selected bar clears it
+            chosen = [k for k in chosen if k not in clicked]
         else:
-            selected = selected + [k for k in clicked if k not in selected]
+            chosen = chosen + [k for k in clicked if k not in chosen]
     if "compare-scatter" in fired:
-        selected = keys_from_event(scatter_selection)
-    layer = _layer(*layer_value) if layer_value else None
+        chosen = keys_from_event(scatter_selection)
     if "compare-layers" in fired:
-        clicked = layer_from_click(layer_click)
-        layer = None if clicked == layer else clicked  # a second click on the same bar clears it
-    top = _top(top_value)
-    view = compare_view(store, *sides)
-    shown = render(view, top, selected, layer)
-    b = view.b
-    return (shown["delta"], shown["scatter"], shown["rows"], shown["columns"], shown["summary"], shown["sides"],
-            _other_rank_options(b.run_id), ALL_RANKS if b.rank is None else str(b.rank), selected,
-            shown["layers"], list(layer) if layer else None,
-            _state(view, top, selected, layer, ((url_state or {}).get("group"), (url_state or {}).get("other_group")),
-                   (None, None, None) if "compare-other" in fired else _compiles(url_state)))
+        clicked_layer = layer_from_click(layer_click)
+        layer = None if clicked_layer == state.chosen_layer else clicked_layer  # a second click clears it
+        state = state.replace(layer=layer[0] if layer else None, pass_=layer[1] if layer else None)
+    state = state.replace(sel=tuple(dict.fromkeys(chosen)))
+    compared = compare_view(store, *sides)
+    shown = render(compared, state)
+    b = compared.b
+    return (shown["compare-delta"], shown["compare-scatter"], shown["rows"], shown["columns"], shown["summary"],
+            shown["sides"], _other_rank_options(b.run_id), ALL_RANKS if b.rank is None else str(b.rank),
+            list(state.sel), shown["compare-layers"], list(state.chosen_layer) if state.chosen_layer else None,
+            _url_state(compared, state))
 
 
 @callback(
@@ -337,7 +277,7 @@ def update_sections(rank_value: Any, other: Any, other_rank: Any, run_id: str) -
 def update_planner(group_a: str, group_b: str, run_id: str, other: str, url_state: dict | None) -> tuple[Any, ...]:
     store = current_store()
     body = planner_body(store.open(run_id), store.open(other), group_a, group_b, run_id, other)
-    return body, {**(url_state or {}), "group": group_a, "other_group": group_b}
+    return body, view.State.from_query(url_state or {}).replace(group=group_a, other_group=group_b).url_state()
 
 
 @callback(
@@ -359,8 +299,9 @@ def update_compiler(compile_a: Any, compile_b: Any, ir_pass: Any, run_id: str, o
     # Another compile aligns other passes: the diff goes back to the first differing one.
     wanted_pass = ir_pass if "compare-ir-pass" in fired_ids() else None
     body, chosen = compiler_body(store.open(run_id), store.open(other), (compile_a, compile_b, wanted_pass))
-    state = {**(url_state or {}), **{key: chosen.get(key, "") for key in _COMPILE_KEYS}}
-    return body, chosen["pass_options"], chosen.get("ir_pass"), state
+    state = view.State.from_query({**(url_state or {}), **{key: chosen.get(key) or "" for key in
+                                                           ("compile_a", "compile_b", "ir_pass")}})
+    return body, chosen["pass_options"], chosen.get("ir_pass"), state.url_state()
 
 
 @callback(Output("compare-table", "exportDataAsCsv"), Input("compare-csv", "n_clicks"), prevent_initial_call=True)

@@ -15,9 +15,9 @@ from dashboard.cli import cli
 from dashboard.compare_report import build_report
 from dashboard.compare_text import format_report
 from dashboard.demo import torch_snapshot as demo
-from dashboard.exports.compare_sections import section_figures
 from dashboard.layouts.compare_sections import more_sections
 from dashboard.store import RunStore
+from dashboard.views.compare_sections import section_figures
 
 MIB = demo.MIB
 A, B, D = ([{"filename": f"/home/me/{name}.py", "line": 3, "name": "forward"}] for name in "abd")
@@ -110,7 +110,7 @@ def test_compare_page_section_and_chart(runs: tuple[RunStore, str, str]) -> None
     link_b = first_row.children[-1].children
     peak_b = store.open(run_b).frame("device_memory").sort("allocated", descending=True)["time_ns"][0]
     assert link_b.href == f"/memory?run={run_b}&rank=0&device=cuda%3A0&at={peak_b}"
-    figure = section_figures(store, a, b, {})["compare-cuda-memory"]
+    figure = section_figures(store, a, b)["compare-cuda-memory"]
     allocated_b = next(t for t in figure.data if t.name.startswith("B") and t.xaxis == "x")
     assert list(allocated_b.x) == ["cuda:0", "cuda:1"] and list(allocated_b.y) == [24, 2]  # MiB
 

@@ -65,12 +65,25 @@ def _run_with(store: RunStore, evidence: str) -> Run:
     return store.open(next(info.id for info in store.list_runs() if evidence in info.evidence))
 
 
-def _kernel_states(run: Run) -> list[dict[str, str]]:
+def _runs_with(store: RunStore, evidence: str) -> list[Run]:
+    return [store.open(info.id) for info in store.list_runs() if evidence in info.evidence]
+
+
+Cases = list[tuple[Run, dict[str, str]]]
+
+
+def _kernel_keys(run: Run) -> list[str]:
     from dashboard.analysis import run_views
 
-    keys = run_views.kernel_view(run, None, None, "name").summary.get_column("key").to_list()
-    ranks = run_views.kernel_ranks(run)
-    return [
+    return run_views.kernel_view(run, None, None, "name").summary.get_column("key").to_list()
+
+
+def kernels_cases(store: RunStore) -> Cases:
+    from dashboard.analysis import run_views
+
+    run = _run_with(store, "kernels")
+    keys, ranks = _kernel_keys(run), run_views.kernel_ranks(run)
+    return [(run, state) for state in (
         {},
         {"rank": str(ranks[-1])},
         {"rank": "987"},  # a rank the run does not have: all ranks, on both paths
@@ -78,31 +91,58 @@ def _kernel_states(run: Run) -> list[dict[str, str]]:
         {"group": "layer", "sel": ".".join(keys[:3])},
         {"top": "100000", "sel": keys[1], "only": "1"},  # clamped the same way on both paths
         {"group": "nonsense", "top": "x"},
-    ]
+    )]
 
 
-# page -> (evidence its run needs, the URL states to try)
-STATES = {
-    "kernels": ("kernels", _kernel_states),
+def insights_cases(store: RunStore) -> Cases:
+    return [(run, {}) for run in _runs_with(store, "kernels")]
+
+
+def compare_cases(store: RunStore) -> Cases:
+    from dashboard.analysis import run_views
+
+    kernel_runs = _runs_with(store, "kernels")
+    run = kernel_runs[0]
+    keys, ranks = _kernel_keys(run), run_views.kernel_ranks(run)
+    layer = run_views.layer_view(run, None, None).stats.get_column("layer")[0]
+    cases: Cases = [(run, state) for state in (
+        {},
+        {"top": "5", "sel": ".".join(keys[:2])},
+        {"top": "500", "layer": layer, "pass": "forward"},
+        {"rank": str(ranks[0]), "other_rank": str(ranks[-1])},
+        {"other": kernel_runs[-1].id, "other_rank": "77"},  # B's rank it lacks: all of B's ranks
+        {"other": "no-such-run"},
+    )]
+    for evidence in ("memory", "planner", "cuda_memory"):
+        runs = _runs_with(store, evidence)
+        cases += [(runs[0], {}), (runs[0], {"group": "nonsense", "other": runs[-1].id})] if runs else []
+    return cases
+
+
+# page -> the (run, URL state) cases to draw both ways
+CASES = {
+    "kernels": kernels_cases,
+    "insights": insights_cases,
+    "compare": compare_cases,
 }
 
 
-@pytest.mark.parametrize("page", sorted(STATES))
+@pytest.mark.parametrize("page", sorted(CASES))
 def test_the_export_draws_what_the_page_draws(demo: tuple[RunStore, Any], page: str) -> None:
     store, client = demo
-    evidence, states = STATES[page]
-    run = _run_with(store, evidence)
     charts = importlib.import_module(f"dashboard.views.{page}").CHARTS
-    for state in states(run):
+    drawn = 0
+    for run, state in CASES[page](store):
         query = {"run": run.id, **state}
         exported = page_figures(page, run, query)
         shown = screen_figures(client, page, query)
-        assert exported, f"{page} {state}: the export drew nothing"
         for name, figure in exported.items():
             component = json.dumps(charts[name], sort_keys=True)
             assert component in shown, f"{page} {state}: {name} is exported but not on the page"
             assert _json(figure) == shown[component], f"{page} {state}: {name} differs from the screen"
+            drawn += 1
+    assert drawn, f"{page}: no case exported a chart"
 
 
 def test_every_page_with_charts_has_a_view_module_under_this_test() -> None:
-    assert set(STATES) == set(PAGES), f"pages whose export is not compared with the screen: {set(PAGES) - set(STATES)}"
+    assert set(CASES) == set(PAGES), f"pages whose export is not compared with the screen: {set(PAGES) - set(CASES)}"

@@ -1,0 +1,79 @@
+"""The charts of /compare's sections beyond kernels (passes and GPU busy, Tenstorrent device memory, CUDA
+allocator memory, planner): one function per section, used by the page's sections (layouts.compare_sections)
+and by the PNG export alike."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from dashboard.analysis import run_views
+from dashboard.analysis.compare import Side
+from dashboard.analysis.compare_cuda_memory import run_peak_deltas
+from dashboard.analysis.compare_memory import align_ops, aligned_curves, first_divergence, op_sequence, peak_comparison
+from dashboard.analysis.compare_passes import busy_comparison, pass_comparison
+from dashboard.analysis.compare_planner import buffer_changes, default_groups
+from dashboard.analysis.liveness import planner_groups
+from dashboard.compare_report import memory_rank, shared_evidence
+from dashboard.figures.compare_cuda_memory import compare_cuda_memory_figure
+from dashboard.figures.compare_memory import compare_memory_figure
+from dashboard.figures.compare_passes import busy_figure, pass_figure
+from dashboard.figures.compare_planner import liveness_figure
+from dashboard.store import Run, RunStore
+
+PLANNER_TABLES = ("ws_buffers", "ws_ops", "ws_channels")
+
+
+def passes_figures(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, go.Figure]:
+    kernels_a = run_views.filtered_kernels(run_a, a.rank, None)
+    kernels_b = run_views.filtered_kernels(run_b, b.rank, None)
+    busy = busy_comparison(run_views.gpu_busy_view(run_a, a.rank, None), run_views.gpu_busy_view(run_b, b.rank, None))
+    return {"compare-passes": pass_figure(pass_comparison(kernels_a, kernels_b), a.label, b.label),
+            "compare-busy": busy_figure(busy, a.label, b.label)}
+
+
+def memory_figure(run_a: Run, run_b: Run, a: Side, b: Side) -> go.Figure:
+    memory_a, memory_b = run_a.frame("op_memory"), run_b.frame("op_memory")
+    rank_a, rank_b = memory_rank(run_a, a.rank), memory_rank(run_b, b.rank)
+    curves = aligned_curves(memory_a, memory_b, align_ops(op_sequence(memory_a, rank_a),
+                                                          op_sequence(memory_b, rank_b)), rank_a, rank_b)
+    return compare_memory_figure(curves, peak_comparison(memory_a, memory_b, rank_a, rank_b),
+                                 first_divergence(curves), a.label, b.label)
+
+
+def cuda_memory_figure(run_a: Run, run_b: Run, a: Side, b: Side) -> go.Figure:
+    return compare_cuda_memory_figure(run_peak_deltas(run_a, run_b, a.rank, b.rank)[0], a.label, b.label)
+
+
+def planner_groups_of(run: Run) -> list[str]:
+    return planner_groups(*[run.frame(table) for table in PLANNER_TABLES])
+
+
+def planner_choice(run_a: Run, run_b: Run, wanted: tuple[str | None, str | None]) -> tuple[str, str] | None:
+    """The dump groups compared: the wanted ones where each side has them, else the default pair."""
+    groups_a, groups_b = planner_groups_of(run_a), planner_groups_of(run_b)
+    chosen = default_groups(groups_a, groups_b)
+    if chosen is None:
+        return None
+    return (wanted[0] if wanted[0] in groups_a else chosen[0], wanted[1] if wanted[1] in groups_b else chosen[1])
+
+
+def planner_figure(run_a: Run, run_b: Run, group_a: str, group_b: str, label_a: str, label_b: str) -> go.Figure:
+    changes = buffer_changes(run_a.frame("ws_buffers"), group_a, run_b.frame("ws_buffers"), group_b)
+    return liveness_figure(changes, label_a, label_b)
+
+
+def section_figures(store: RunStore, a: Side, b: Side,
+                    groups: tuple[str | None, str | None] = (None, None)) -> dict[str, go.Figure]:
+    """Chart id -> figure for every section both runs share, as the page draws them."""
+    run_a, run_b = store.open(a.run_id), store.open(b.run_id)
+    shared = shared_evidence(run_a, run_b)
+    figures: dict[str, go.Figure] = {}
+    if "kernels" in shared:
+        figures.update(passes_figures(run_a, run_b, a, b))
+    if "memory" in shared:
+        figures["compare-memory"] = memory_figure(run_a, run_b, a, b)
+    if "cuda_memory" in shared:
+        figures["compare-cuda-memory"] = cuda_memory_figure(run_a, run_b, a, b)
+    if "planner" in shared and (chosen := planner_choice(run_a, run_b, groups)) is not None:
+        figures["compare-liveness"] = planner_figure(run_a, run_b, *chosen, a.label, b.label)
+    return figures
