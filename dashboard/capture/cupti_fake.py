@@ -190,15 +190,10 @@ class FakeCuptiBackend:
         self._emit(
             records.CONCURRENT_KERNEL,
             name=name,
-            start=start,
-            end=end,
+            **self._placed(start, end, stream, correlation),
             completed=end,
             queued=0,
             submitted=0,
-            device_id=self.device_id,
-            context_id=1,
-            stream_id=stream,
-            correlation_id=correlation,
             grid_id=correlation,
             grid_x=grid[0],
             grid_y=grid[1],
@@ -239,12 +234,7 @@ class FakeCuptiBackend:
             src_kind=MEMORY_KINDS[src_kind],
             dst_kind=MEMORY_KINDS[dst_kind],
             bytes=nbytes,
-            start=start,
-            end=end,
-            device_id=self.device_id,
-            context_id=1,
-            stream_id=stream,
-            correlation_id=correlation,
+            **self._placed(start, end, stream, correlation),
             runtime_correlation_id=correlation,
             flags_=0 if blocking else 1,
             graph_id=0,
@@ -265,12 +255,7 @@ class FakeCuptiBackend:
             records.MEMSET,
             value=value,
             bytes=nbytes,
-            start=start,
-            end=end,
-            device_id=self.device_id,
-            context_id=1,
-            stream_id=stream,
-            correlation_id=correlation,
+            **self._placed(start, end, stream, correlation),
             memory_kind=MEMORY_KINDS[memory_kind],
             flags_=1,
             graph_id=0,
@@ -352,6 +337,11 @@ class FakeCuptiBackend:
             end = start + max(1, int(duration_ns))
             self._stream_free[stream] = end
         return start, end
+
+    def _placed(self, start: int, end: int, stream: int, correlation: int) -> dict[str, int]:
+        """The fields that place an activity record: when, on which device, stream and context, launched by whom."""
+        return {"start": start, "end": end, "device_id": self.device_id, "context_id": 1, "stream_id": stream,
+                "correlation_id": correlation}
 
     def _emit(self, kind: int, **fields: Any) -> None:
         if kind not in self.enabled:

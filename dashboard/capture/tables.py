@@ -58,10 +58,7 @@ def _timed(frame: pl.DataFrame) -> pl.DataFrame:
 def _kernels(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
     frame = _timed(frame)
     return frame.select(
-        pl.lit(rank).alias("rank"),
-        pl.col("device_id").alias("device"),
-        pl.col("stream_id").alias("stream"),
-        pl.col("correlation_id").alias("correlation"),
+        *_where(rank),
         demangle_column(frame["name"]).alias("name"),
         "start_ns",
         "end_ns",
@@ -78,12 +75,15 @@ def _kernels(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
     )
 
 
+def _where(rank: int) -> list[pl.Expr]:
+    """The columns that place a GPU activity: rank, device, stream and the correlation to its launch."""
+    return [pl.lit(rank).alias("rank"), pl.col("device_id").alias("device"), pl.col("stream_id").alias("stream"),
+            pl.col("correlation_id").alias("correlation")]
+
+
 def _copies(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
     return _timed(frame).select(
-        pl.lit(rank).alias("rank"),
-        pl.col("device_id").alias("device"),
-        pl.col("stream_id").alias("stream"),
-        pl.col("correlation_id").alias("correlation"),
+        *_where(rank),
         _named("copy_kind", COPY_KIND_NAMES, "kind").alias("kind"),
         _named("src_kind", MEMORY_KIND_NAMES, "memory kind").alias("src_kind"),
         _named("dst_kind", MEMORY_KIND_NAMES, "memory kind").alias("dst_kind"),
@@ -95,10 +95,7 @@ def _copies(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
 
 def _memsets(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
     return _timed(frame).select(
-        pl.lit(rank).alias("rank"),
-        pl.col("device_id").alias("device"),
-        pl.col("stream_id").alias("stream"),
-        pl.col("correlation_id").alias("correlation"),
+        *_where(rank),
         pl.lit("Memset").alias("kind"),
         pl.lit(None, dtype=pl.String).alias("src_kind"),
         _named("memory_kind", MEMORY_KIND_NAMES, "memory kind").alias("dst_kind"),
