@@ -13,9 +13,11 @@ the caller then reads the file with the streaming loader, whose memo is a
 dict (an index costs one entry), so a real snapshot that needed more room
 still loads.
 
-Measured (this machine): a 100 MB snapshot with 30-frame tracebacks (the
-ingest benchmark's): 6.7 s here, 33 s streaming; a 26 MB demo snapshot:
-2.2 s against 3.4 s. Where the cap cannot be set (no RLIMIT_AS or no
+Measured on a shared 2-core machine (ranges over its load): a 100 MB
+snapshot with 30-frame tracebacks (the ingest benchmark's) 6-10 s here,
+15-34 s streaming; a 26 MB demo snapshot 2.2-3.2 s against 3.4-8 s. A
+damaged 6 KB file naming memo index 6.5 x 10^7 took 2-6 s under a 1 GB room,
+hence the small fixed room. Where the cap cannot be set (no RLIMIT_AS or no
 /proc/self/statm to measure the current size: macOS, Windows), `can_bound`
 is False and every snapshot is streamed.
 
