@@ -6,6 +6,7 @@ import gzip
 import io
 import os
 import pickle
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,11 @@ def test_without_segments_the_curve_is_relative(tmp_path: Path) -> None:
 
 def test_streaming_loader_gives_the_same_tables_in_bounded_batches(tmp_path: Path, monkeypatch) -> None:
     path = demo.write(tmp_path / "train.pickle", steps=14, devices=2)  # > 1,000 entries per device
+    whole_loads: list[int] = []
+    load_whole = collector_module.load_whole
+    monkeypatch.setattr(collector_module, "load_whole", lambda *args: whole_loads.append(1) or load_whole(*args))
     whole = _collect(path)  # the C unpickler, capped (on Linux)
+    assert whole_loads == ([1] if bounded.can_bound() else [])
     batches: list[int] = []
     original = loader.load_streaming
 
@@ -170,6 +175,17 @@ def test_a_huge_memo_index_costs_one_entry_not_a_hang(tmp_path: Path, monkeypatc
     assert time.perf_counter() - started < 5
     assert memory["allocated"].to_list() == [0, 1024, 1024, 1024 + 3 * MIB, 1024 + 3 * MIB, 3 * MIB]
     assert streamed == [1]  # whole: the capped C unpickler gave up and the streaming loader read it
+
+
+def test_no_cap_while_another_thread_runs() -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not bounded.can_bound()  # the cap would starve that thread too: stream instead
+    finally:
+        stop.set()
+        other.join()
 
 
 @pytest.mark.skipif(not bounded.can_bound(), reason="no RLIMIT_AS or /proc/self/statm on this platform")

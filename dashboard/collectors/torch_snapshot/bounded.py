@@ -1,4 +1,4 @@
-"""CPython's C unpickler, ~5x faster than the pure-Python one, with its memory bounded by the address space.
+"""CPython's C unpickler, 3-5x faster than the pure-Python one, with its memory bounded by the address space.
 
 The C unpickler cannot be bounded from Python by inspection: a LONG_BINPUT
 opcode's 4-byte memo index makes it grow its memo array to twice that index
@@ -21,8 +21,9 @@ hence the small fixed room. Where the cap cannot be set (no RLIMIT_AS or no
 /proc/self/statm to measure the current size: macOS, Windows), `can_bound`
 is False and every snapshot is streamed.
 
-The cap is process-wide: ingest runs in its own process (the server's
-budgeted child, the CLI), with no other thread allocating meanwhile.
+The cap is process-wide, so it is only set in a process whose only Python
+thread is the one loading (the server's budgeted ingest child, the CLI);
+anywhere else (a server thread) the snapshot is streamed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -55,8 +57,9 @@ class _WholeUnpickler(pickle.Unpickler):
 
 
 def can_bound() -> bool:
-    """Whether this platform lets `bounded_address_space` cap the process (Linux)."""
-    return resource is not None and hasattr(resource, "RLIMIT_AS") and _STATM.is_file()
+    """Whether `bounded_address_space` may cap the process: Linux, and no other Python thread to starve."""
+    return (resource is not None and hasattr(resource, "RLIMIT_AS") and _STATM.is_file()
+            and threading.active_count() == 1)
 
 
 def _address_space_bytes() -> int:
