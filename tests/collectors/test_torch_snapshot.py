@@ -92,6 +92,16 @@ def test_entries_without_time_are_placed_in_order_and_counted(tmp_path: Path) ->
                                "placed in recorded order, 1 µs apart"]
 
 
+def test_trace_entries_that_are_not_dicts_are_left_out_and_counted(tmp_path: Path) -> None:
+    snapshot = demo.snapshot_of([_small_run()])
+    snapshot["device_traces"][0][3:3] = ["garbage", ("a", 1)]
+    path = _write(tmp_path / "damaged.pickle", snapshot)
+    result = COLLECTOR.collect([path], lambda fraction, message: None)
+    assert result.tables["device_memory"]["allocated"].to_list() == [0, 1024, 1024, 1024 + 3 * MIB,
+                                                                      1024 + 3 * MIB, 3 * MIB]
+    assert result.warnings == [f"{path}: 2 trace entries that are not dicts (damaged) were left out"]
+
+
 def test_without_segments_the_curve_is_relative(tmp_path: Path) -> None:
     snapshot = demo.snapshot_of([_small_run()])
     snapshot["segments"] = []

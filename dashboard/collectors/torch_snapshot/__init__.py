@@ -54,15 +54,19 @@ def _read(path: Path, size: int, on_entries: OnEntries) -> tuple[Any, dict[int, 
         return load_streaming(handle, on_entries, BATCH)
 
 
-def _load(path: Path, size: int) -> tuple[Any, list[pl.DataFrame], dict[int, int], FrameNamer]:
-    """(snapshot with its trace lists emptied, trace batches as frames, id(list) -> number, frame namer)."""
+def _load(path: Path, size: int) -> tuple[Any, list[pl.DataFrame], dict[int, int], FrameNamer, int]:
+    """(snapshot with its trace lists emptied, trace batches as frames, id(list) -> number, frame namer,
+    trace entries left out because they are not dicts)."""
     namer = FrameNamer()
     parts: list[pl.DataFrame] = []
     counts: dict[int, int] = {}
+    refused = [0]
 
     def on_entries(number: int, entries: list[dict[str, Any]]) -> None:
-        parts.append(entries_frame(number, counts.get(number, 0), entries, namer))
-        counts[number] = counts.get(number, 0) + len(entries)
+        kept = [entry for entry in entries if type(entry) is dict]
+        refused[0] += len(entries) - len(kept)
+        parts.append(entries_frame(number, counts.get(number, 0), kept, namer))
+        counts[number] = counts.get(number, 0) + len(kept)
 
     try:
         snapshot, streamed = _read(path, size, on_entries)
@@ -80,7 +84,7 @@ def _load(path: Path, size: int) -> tuple[Any, list[pl.DataFrame], dict[int, int
         what = "a value of the wrong type" if isinstance(exc, TypeError | AttributeError) else "damaged data"
         raise IngestError(path, f"corrupt pickle: its bytes do not decode as an allocator snapshot ({what})") from None
     if streamed is not None:
-        return snapshot, parts, streamed, namer
+        return snapshot, parts, streamed, namer, refused[0]
     numbers = {}
     traces = snapshot.get("device_traces") if isinstance(snapshot, dict) else None
     for index, trace in enumerate(traces if isinstance(traces, list) else []):
@@ -89,7 +93,7 @@ def _load(path: Path, size: int) -> tuple[Any, list[pl.DataFrame], dict[int, int
             for first in range(0, len(trace), BATCH):
                 on_entries(index, trace[first:first + BATCH])
             trace.clear()  # the objects of this device are no longer needed
-    return snapshot, parts, numbers, namer
+    return snapshot, parts, numbers, namer, refused[0]
 
 
 class TorchSnapshotCollector:
@@ -115,7 +119,9 @@ class TorchSnapshotCollector:
             rank = rank_from_name(path)
             rank = index if rank is None else rank
             size = os.path.getsize(path) * (4 if is_gzip(path) else 1)  # gzip: about 4x smaller
-            snapshot, parts, numbers, namer = _load(path, size)
+            snapshot, parts, numbers, namer, refused = _load(path, size)
+            if refused:
+                warnings.append(f"{path}: {refused:,} trace entries that are not dicts (damaged) were left out")
             if not isinstance(snapshot, dict) or not ({"segments", "device_traces"} & snapshot.keys()):
                 kind = type(snapshot).__name__
                 raise IngestError(path, f"not an allocator snapshot: a pickled {kind} without `segments` or "
