@@ -136,7 +136,7 @@ def _peak_finding(run_id: str, peak: DevicePeak) -> Finding:
     return Finding(
         key=f"cuda_memory:peak:{peak.rank}:{peak.device}",
         title=f"{where} peaks at {format_bytes(peak.allocated)} allocated"
-              + (f" ({peak.allocated / peak.capacity:.0%} of its memory)" if peak.capacity else "") + culprit,
+              + (f" ({peak.allocated / peak.capacity:.1%} of its memory)" if peak.capacity else "") + culprit,
         share=share, share_of=share_of, at_stake_bytes=peak.allocated, url=peak_href(run_id, peak),
         advice="free or shrink what the culprit keeps alive at the peak (delete tensors once used, activation "
                "checkpointing, a smaller batch, lower-precision activations)",

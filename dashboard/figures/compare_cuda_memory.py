@@ -42,6 +42,6 @@ def compare_cuda_memory_figure(deltas: pl.DataFrame, a: str, b: str) -> go.Figur
     figure.update_xaxes(title_text="device")
     figure.update_layout(template=TEMPLATE, barmode="group", height=360, hovermode="closest",
                          title={"text": "CUDA allocator peaks per device, A against B"},
-                         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
-                         margin={"t": 90})
+                         legend={"orientation": "h", "y": 1.22, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
+                         margin={"t": 120})
     return figure

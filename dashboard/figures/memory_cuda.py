@@ -34,7 +34,7 @@ def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | 
     fragmentation = {d: f for d, f in (fragmentation or {}).items() if f.height}
     rows = 3 if fragmentation else 2
     figure = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                           row_heights=[0.6, 0.2, 0.2] if fragmentation else [0.72, 0.28])
+                           row_heights=[0.52, 0.24, 0.24] if fragmentation else [0.72, 0.28])
     for device, frame in curves.items():
         if frame.height == 0:
             continue
@@ -75,7 +75,7 @@ def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | 
     if at_ns is not None:
         figure.add_vline(x=(at_ns - origin_ns) / _MS, line={"color": _AT_COLOUR, "width": 1, "dash": "dash"})
     base = " (from 0 at the trace start: the trace has no allocator totals)" if relative else ""
-    figure.update_layout(template=TEMPLATE, height=560 if fragmentation else 460,
+    figure.update_layout(template=TEMPLATE, height=640 if fragmentation else 460,
                          margin={"l": 70, "r": 20, "t": 30, "b": 40},
                          legend={"orientation": "h", "y": 1.08}, hovermode="closest", dragmode="zoom",
                          uirevision="memory-cuda")

@@ -63,7 +63,7 @@ def test_a_trace_peak_with_the_device_memory_from_its_properties() -> None:
     events = _events()  # allocated 100, 400 (aten::mm +300 at 20 ns), 300, 350, 50; reserved 1000
     metadata = {"kineto": {"deviceProperties": {"0": [{"id": 0, "name": "GPU", "totalGlobalMem": 1600}]}}}
     (peak,) = cuda_findings.cuda_memory_findings("k1", events, pl.DataFrame(), metadata)
-    assert peak.title == "cuda:0 (rank 0) peaks at 400 B allocated (25% of its memory); aten::mm holds 300 B of it"
+    assert peak.title == "cuda:0 (rank 0) peaks at 400 B allocated (25.0% of its memory); aten::mm holds 300 B of it"
     assert (peak.share, peak.share_of) == (0.25, "cuda:0 (rank 0) memory (1.56 KiB)")
     assert peak.evidence["allocated ÷ reserved at the peak"] == "40.0%"
     assert peak.url == "/memory?run=k1&rank=0&device=cuda%3A0&at=20"

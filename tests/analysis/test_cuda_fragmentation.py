@@ -6,6 +6,7 @@ import pickle
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -92,3 +93,20 @@ def test_sample_times_are_bounded_and_keep_both_ends() -> None:
     picked = frag.sample_times(times, limit=50)
     assert len(picked) == 50 and picked[0] == 0 and picked[-1] == 9_990 and picked == sorted(picked)
     assert frag.sample_times(times.head(20), limit=50) == list(range(0, 200, 10))
+
+
+def test_blocks_alive_at_a_time_match_a_scan_of_every_block() -> None:
+    # Short-lived blocks are searched near the time only; long-lived and edge ones always: same answer as a scan.
+    rng = np.random.default_rng(3)
+    count = 5_000
+    start = rng.integers(0, 1_000_000, count)
+    end = start + rng.pareto(1.2, count).astype(np.int64) * 1000 + 1
+    start[:50], end[50:100] = frag.BEFORE, frag.AFTER
+    lives = pl.DataFrame({"addr": rng.permutation(count) * 4096, "size": np.full(count, 512), "start_ns": start,
+                          "end_ns": end})
+    blocks = frag._blocks(lives)
+    assert 0 < blocks.long_addr.size < count // 10 and blocks.span > 0
+    for time_ns in (0, 1, 500_000, 999_999, 5_000_000):
+        alive = lives.filter((pl.col("start_ns") <= time_ns) & (pl.col("end_ns") > time_ns)).sort("addr")
+        addr, size = blocks.live_at(time_ns)
+        assert addr.tolist() == alive["addr"].to_list() and size.sum() == 512 * alive.height

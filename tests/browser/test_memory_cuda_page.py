@@ -83,3 +83,25 @@ def test_a_snapshot_run_shows_frames_and_fragmentation(page: Page, server, tmp_p
     page.locator("#memory-cuda-peak").click()
     expect(page.locator("#memory-cuda-live tbody tr").first).to_contain_text(".py:", timeout=15_000)
     expect(page.locator("#memory-cuda-ops")).to_contain_text("model/")
+
+
+def test_the_insights_peak_finding_opens_this_view_at_the_peak(page: Page, server, console_errors) -> None:
+    from dashboard.analysis.insights import run_insights
+
+    run_id = _cuda_run(server)
+    run = RunStore(server.data_dir).open(run_id)
+    finding = next(f for f in run_insights(run).findings if f.key == "cuda_memory:peak:0:cuda:0")
+    memory = run.frame("device_memory").filter((pl.col("rank") == 0) & (pl.col("device") == "cuda:0"))
+    peak = memory.row(int(memory["allocated"].arg_max()), named=True)
+    page.goto(f"{server.url}/insights?run={run_id}")
+    item = page.locator(f".finding[data-key='{finding.key}']")
+    expect(item.locator("summary")).to_contain_text(f"peaks at {format_bytes(peak['allocated'])} allocated",
+                                                    timeout=20_000)
+    item.locator("summary").click()
+    item.locator("a.finding-link").click()
+    expect(page).to_have_url(__import__("re").compile(rf"/memory\?.*at={peak['time_ns']}"), timeout=20_000)
+    # Every allocation of the demo is in the trace: what is alive at the peak is exactly the peak.
+    expect(page.locator("#memory-cuda-live-title")).to_contain_text(f", {format_bytes(peak['allocated'])}",
+                                                                    timeout=20_000)
+    assert _query(page)["device"] == "cuda:0"
+    assert console_errors == []

@@ -6,6 +6,7 @@ import gzip
 import io
 import os
 import pickle
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 from dashboard.collectors import registry
 from dashboard.collectors import torch_snapshot as collector_module
 from dashboard.collectors.base import IngestError
-from dashboard.collectors.torch_snapshot import COLLECTOR
+from dashboard.collectors.torch_snapshot import COLLECTOR, bounded
 from dashboard.collectors.torch_snapshot import unpickle as loader
 from dashboard.demo import torch_snapshot as demo
 
@@ -91,6 +92,16 @@ def test_entries_without_time_are_placed_in_order_and_counted(tmp_path: Path) ->
                                "placed in recorded order, 1 µs apart"]
 
 
+def test_trace_entries_that_are_not_dicts_are_left_out_and_counted(tmp_path: Path) -> None:
+    snapshot = demo.snapshot_of([_small_run()])
+    snapshot["device_traces"][0][3:3] = ["garbage", ("a", 1)]
+    path = _write(tmp_path / "damaged.pickle", snapshot)
+    result = COLLECTOR.collect([path], lambda fraction, message: None)
+    assert result.tables["device_memory"]["allocated"].to_list() == [0, 1024, 1024, 1024 + 3 * MIB,
+                                                                      1024 + 3 * MIB, 3 * MIB]
+    assert result.warnings == [f"{path}: 2 trace entries that are not dicts (damaged) were left out"]
+
+
 def test_without_segments_the_curve_is_relative(tmp_path: Path) -> None:
     snapshot = demo.snapshot_of([_small_run()])
     snapshot["segments"] = []
@@ -99,20 +110,24 @@ def test_without_segments_the_curve_is_relative(tmp_path: Path) -> None:
     assert memory["allocated"].to_list() == [0, 1024, 1024, 1024 + 3 * MIB, 1024 + 3 * MIB, 3 * MIB]
 
 
-def test_tables_do_not_depend_on_the_batch_size(tmp_path: Path, monkeypatch) -> None:
+def test_streaming_loader_gives_the_same_tables_in_bounded_batches(tmp_path: Path, monkeypatch) -> None:
     path = demo.write(tmp_path / "train.pickle", steps=14, devices=2)  # > 1,000 entries per device
-    whole = _collect(path)
+    whole_loads: list[int] = []
+    load_whole = collector_module.load_whole
+    monkeypatch.setattr(collector_module, "load_whole", lambda *args: whole_loads.append(1) or load_whole(*args))
+    whole = _collect(path)  # the C unpickler, capped (on Linux)
+    assert whole_loads == ([1] if bounded.can_bound() else [])
     batches: list[int] = []
     original = loader.load_streaming
 
-    def counting_batches(handle: Any, on_entries: Any, batch: int) -> Any:
+    def small_batches(handle: Any, on_entries: Any, batch: int) -> Any:
         def counting(number: int, entries: list) -> None:
             batches.append(len(entries))
             on_entries(number, entries)
-        return original(handle, counting, batch)
+        return original(handle, counting, 7)
 
-    monkeypatch.setattr(collector_module, "BATCH", 7)
-    monkeypatch.setattr(collector_module, "load_streaming", counting_batches)
+    monkeypatch.setattr(collector_module, "STREAM_ABOVE_BYTES", 0)
+    monkeypatch.setattr(collector_module, "load_streaming", small_batches)
     streamed = _collect(path)
     # The pickler appends 1,000 entries at a time: a batch is handed over at the first append past 7.
     assert len(batches) == 4 and max(batches) == 1000 and sum(batches) == whole["device_memory"].height
@@ -149,18 +164,65 @@ def test_streaming_loader_forgets_entries_it_handed_over(tmp_path: Path, protoco
 
 
 @pytest.mark.parametrize("protocol", [2, 4])
-def test_a_huge_memo_index_costs_one_entry_not_a_hang(tmp_path: Path, protocol: int) -> None:
-    # Fuzz cases torch_snapshot/0/609, 2263, 2629: a LONG_BINPUT naming memo index ~10^8-10^9. CPython's C
-    # unpickler grows its memo array to twice the index and zeroes it (12 GB, 10-30 s inside C); the loader's
-    # memo is a dict. Inserted right after the top dict is pushed (and memoized), it memoizes that dict again.
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_huge_memo_index_costs_one_entry_not_a_hang(tmp_path: Path, monkeypatch, protocol: int,
+                                                      whole: bool) -> None:
+    # Fuzz cases torch_snapshot/0/609, 2263, 2629: a LONG_BINPUT naming memo index ~10^8-10^9. Uncapped, CPython's
+    # C unpickler grows its memo array to twice the index and zeroes it (12 GB, 14-28 s measured on this very
+    # input); capped, that allocation fails at once and the streaming loader (a dict memo) reads the file.
+    # Inserted right after the top dict is pushed (and memoized), it memoizes that dict again.
     data = pickle.dumps(demo.snapshot_of([_small_run()]), protocol=protocol)
     top = data.index(b"}") + 1
     top += 2 if protocol == 2 else 1  # past BINPUT 0 / MEMOIZE
     damaged = data[:top] + b"r" + (778_987_873).to_bytes(4, "little") + data[top:]
+    streamed: list[int] = []
+    original = loader.load_streaming
+    monkeypatch.setattr(collector_module, "load_streaming", lambda *args: streamed.append(1) or original(*args))
+    if not whole:
+        monkeypatch.setattr(collector_module, "STREAM_ABOVE_BYTES", 0)
     started = time.perf_counter()
     memory = _collect(_write_bytes(tmp_path / "memo.pickle", damaged))["device_memory"]
     assert time.perf_counter() - started < 5
     assert memory["allocated"].to_list() == [0, 1024, 1024, 1024 + 3 * MIB, 1024 + 3 * MIB, 3 * MIB]
+    assert streamed == [1]  # whole: the capped C unpickler gave up and the streaming loader read it
+
+
+def test_no_cap_while_another_thread_runs() -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not bounded.can_bound()  # the cap would starve that thread too: stream instead
+    finally:
+        stop.set()
+        other.join()
+
+
+@pytest.mark.skipif(not bounded.can_bound(), reason="no RLIMIT_AS or /proc/self/statm on this platform")
+def test_the_address_space_cap_stops_a_large_allocation_and_is_lifted_after() -> None:
+    resource = bounded.resource  # None on Windows, where this test is skipped
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    with bounded.bounded_address_space(64 * MIB) as cap:
+        assert resource.getrlimit(resource.RLIMIT_AS)[0] == cap
+        with pytest.raises(MemoryError):
+            bytearray(256 * MIB)
+        assert len(bytearray(8 * MIB)) == 8 * MIB  # within the room
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
+    assert len(bytearray(256 * MIB)) == 256 * MIB
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_frame_longer_than_the_pickle_is_refused_by_both_loaders(tmp_path: Path, monkeypatch,
+                                                                    streaming: bool) -> None:
+    data = pickle.dumps(demo.snapshot_of([_small_run()]), protocol=4)
+    assert data[2] == pickle.FRAME[0]  # one frame holds the whole small pickle
+    size = int.from_bytes(data[3:11], "little")
+    damaged = data[:3] + (size + 100).to_bytes(8, "little") + data[11:]
+    if streaming:
+        monkeypatch.setattr(collector_module, "STREAM_ABOVE_BYTES", 0)
+    with pytest.raises(IngestError, match="pickle"):
+        _collect(_write_bytes(tmp_path / "frame.pickle", damaged))
+    assert _collect(_write_bytes(tmp_path / "intact.pickle", data))["device_memory"].height == 6
 
 
 def test_a_bytearray_of_any_length_is_refused_before_it_is_allocated(tmp_path: Path) -> None:
@@ -175,10 +237,13 @@ class _RunsCode:
         return (os.system, ("touch /tmp/cudamem-should-not-exist",))
 
 
-def test_a_pickle_that_would_run_code_is_refused_in_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_pickle_that_would_run_code_is_refused_in_one_line(tmp_path: Path, monkeypatch, streaming: bool) -> None:
     marker = Path("/tmp/cudamem-should-not-exist")
     marker.unlink(missing_ok=True)
     path = _write(tmp_path / "evil.pickle", {"segments": [], "device_traces": [[_RunsCode()]]})
+    if streaming:
+        monkeypatch.setattr(collector_module, "STREAM_ABOVE_BYTES", 0)
     with pytest.raises(IngestError) as caught:
         _collect(path)
     message = str(caught.value)

@@ -14,14 +14,16 @@ from the file name (`rank-3`), else the file's position.
 
 How bad input is handled: the pickle is never allowed to import or call
 anything (`unpickle`): such a file, a truncated or corrupt pickle, or a
-pickle that is not a snapshot is one IngestError line. Every snapshot is
-read by the streaming loader, `BATCH` trace entries at a time, so a 2 GB
-snapshot does not need its whole object graph in memory (and no memo index
-in a damaged file can make the loader allocate; see `unpickle`).
+pickle that is not a snapshot is one IngestError line. Snapshots up to
+`STREAM_ABOVE_BYTES` are read whole by the C unpickler under an
+address-space cap (`bounded`); larger ones, and any the cap stops, by the
+streaming loader, `BATCH` trace entries at a time, so a 2 GB snapshot does
+not need its whole object graph in memory (`unpickle`).
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 from collections.abc import Sequence
@@ -30,28 +32,44 @@ from typing import Any
 
 import polars as pl
 
-from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, open_source
+from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, is_gzip, open_source
 from dashboard.collectors.kineto.tables import rank_from_name
+from dashboard.collectors.torch_snapshot.bounded import can_bound, load_whole
 from dashboard.collectors.torch_snapshot.tables import FrameNamer, device_memory, entries_frame, segments_frame
-from dashboard.collectors.torch_snapshot.unpickle import RefusedPickle, load_streaming
+from dashboard.collectors.torch_snapshot.unpickle import STREAM_ABOVE_BYTES, OnEntries, RefusedPickle, load_streaming
 
 BATCH = 100_000  # trace entries turned into columns at a time
 _PROTOCOLS = frozenset(range(2, 6))
 
 
-def _load(path: Path) -> tuple[Any, list[pl.DataFrame], dict[int, int], FrameNamer]:
-    """(snapshot with its trace lists emptied, trace batches as frames, id(list) -> number, frame namer)."""
+def _read(path: Path, size: int, on_entries: OnEntries) -> tuple[Any, dict[int, int] | None]:
+    """(snapshot, id(trace list) -> number when streamed, else None: its trace lists are still full)."""
+    if size <= STREAM_ABOVE_BYTES and can_bound():
+        try:
+            with open_source(path) as handle:
+                return load_whole(handle, size), None
+        except MemoryError:
+            pass  # a memo index or length past the cap (damaged, or a snapshot needing more room): stream it
+    with open_source(path) as handle:
+        return load_streaming(handle, on_entries, BATCH)
+
+
+def _load(path: Path, size: int) -> tuple[Any, list[pl.DataFrame], dict[int, int], FrameNamer, int]:
+    """(snapshot with its trace lists emptied, trace batches as frames, id(list) -> number, frame namer,
+    trace entries left out because they are not dicts)."""
     namer = FrameNamer()
     parts: list[pl.DataFrame] = []
     counts: dict[int, int] = {}
+    refused = [0]
 
     def on_entries(number: int, entries: list[dict[str, Any]]) -> None:
-        parts.append(entries_frame(number, counts.get(number, 0), entries, namer))
-        counts[number] = counts.get(number, 0) + len(entries)
+        kept = [entry for entry in entries if type(entry) is dict]
+        refused[0] += len(entries) - len(kept)
+        parts.append(entries_frame(number, counts.get(number, 0), kept, namer))
+        counts[number] = counts.get(number, 0) + len(kept)
 
     try:
-        with open_source(path) as handle:
-            snapshot, numbers = load_streaming(handle, on_entries, BATCH)
+        snapshot, streamed = _read(path, size, on_entries)
     except RefusedPickle as exc:
         raise IngestError(path, str(exc)) from None
     except (EOFError, struct.error):  # struct.error: an opcode's argument cut short by the file's end
@@ -65,7 +83,17 @@ def _load(path: Path) -> tuple[Any, list[pl.DataFrame], dict[int, int], FrameNam
         # The exception's text is the unpickler's or polars' (issue 14: no library text reaches the user).
         what = "a value of the wrong type" if isinstance(exc, TypeError | AttributeError) else "damaged data"
         raise IngestError(path, f"corrupt pickle: its bytes do not decode as an allocator snapshot ({what})") from None
-    return snapshot, parts, numbers, namer
+    if streamed is not None:
+        return snapshot, parts, streamed, namer, refused[0]
+    numbers = {}
+    traces = snapshot.get("device_traces") if isinstance(snapshot, dict) else None
+    for index, trace in enumerate(traces if isinstance(traces, list) else []):
+        if isinstance(trace, list):
+            numbers[id(trace)] = index
+            for first in range(0, len(trace), BATCH):
+                on_entries(index, trace[first:first + BATCH])
+            trace.clear()  # the objects of this device are no longer needed
+    return snapshot, parts, numbers, namer, refused[0]
 
 
 class TorchSnapshotCollector:
@@ -90,7 +118,10 @@ class TorchSnapshotCollector:
             progress(index / len(sources), f"reading {path.name}")
             rank = rank_from_name(path)
             rank = index if rank is None else rank
-            snapshot, parts, numbers, namer = _load(path)
+            size = os.path.getsize(path) * (4 if is_gzip(path) else 1)  # gzip: about 4x smaller
+            snapshot, parts, numbers, namer, refused = _load(path, size)
+            if refused:
+                warnings.append(f"{path}: {refused:,} trace entries that are not dicts (damaged) were left out")
             if not isinstance(snapshot, dict) or not ({"segments", "device_traces"} & snapshot.keys()):
                 kind = type(snapshot).__name__
                 raise IngestError(path, f"not an allocator snapshot: a pickled {kind} without `segments` or "

@@ -6,15 +6,12 @@ any importable callable and call it (`__reduce__`: `os.system`), so the
 loader here refuses every global (`find_class`) and persistent id: such a
 file stops with one line naming the callable, nothing of it runs.
 
-One loader, the pure-Python unpickler, for every size. CPython's C unpickler
-is ~6x faster but cannot be bounded: a LONG_BINPUT opcode's 4-byte memo index
-makes it grow its memo array to twice that index and zero it (a 6 KB file
-naming index 7 x 10^8 costs 12 GB and 10-30 s inside C, where no alarm
-reaches: 9 of 10,000 fuzzed snapshots did that), and which bytes are opcodes
-is only known by parsing. Here the memo is a dict, so an index costs one
-entry. Measured on a generated 26 MB snapshot (2 devices, 576k trace
-entries): the whole ingest 2.2 s with the C unpickler, 4.3 s with this one
-(its opcode loop reads the file directly, without pickle's frame buffer).
+Two loaders: `bounded.load_whole`, CPython's C unpickler under an address-space
+cap, for snapshots up to STREAM_ABOVE_BYTES; and `load_streaming` here, the
+pure-Python unpickler (~5x slower), for larger ones, for any snapshot the
+capped loader runs out of room on, and where no cap can be set. Its memo
+is a dict, so no memo index in a damaged file makes it allocate; its opcode
+loop reads the file directly, without pickle's frame buffer (~30% faster).
 
 Two hooks bound memory for snapshots of any size: trace lists
 (`device_traces`) are handed to `on_entries` at the first append past
@@ -31,6 +28,8 @@ import pickle
 from collections.abc import Callable
 from typing import Any, BinaryIO, ClassVar
 
+# Snapshot objects take ~3.5x their pickled bytes in Python: above this the streaming loader is used.
+STREAM_ABOVE_BYTES = 256 * 1024 * 1024
 OnEntries = Callable[[int, list[dict[str, Any]]], None]  # (trace list number, entries)
 
 
@@ -38,12 +37,12 @@ class RefusedPickle(Exception):
     """The pickle asks to import or call something: not a snapshot, and not run."""
 
 
-def _refuse_global(module: str, name: str) -> Any:
+def refuse_global(module: str, name: str) -> Any:
     raise RefusedPickle(f"the pickle asks to import `{module}.{name}` (it would run code); "
                         "an allocator snapshot holds only dicts, lists, strings and numbers, so it was not loaded")
 
 
-def _refuse_persistent(pid: Any) -> Any:
+def refuse_persistent(pid: Any) -> Any:
     raise RefusedPickle("the pickle refers to a persistent object (it would need code to resolve); "
                         "an allocator snapshot holds only plain data, so it was not loaded")
 
@@ -66,12 +65,14 @@ class _StreamingUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
         self._memo_next = 0  # the key MEMOIZE gives next (protocol 4+)
         self._scanned = 0  # MEMOIZE keys below this were looked at by `_forget`
         self._named: list[int] = []  # keys BINPUT / LONG_BINPUT gave (protocols 1-3) since the last `_forget`
+        self._tell = handle.tell
+        self._frames_end = 0  # where the furthest frame announced so far ends
 
     def find_class(self, module: str, name: str) -> Any:
-        return _refuse_global(module, name)
+        return refuse_global(module, name)
 
     def persistent_load(self, pid: Any) -> Any:
-        return _refuse_persistent(pid)
+        return refuse_persistent(pid)
 
     def load(self) -> Any:
         """pickle._Unpickler.load, reading the file directly: its frame buffer costs a Python call per read."""
@@ -87,12 +88,17 @@ class _StreamingUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
                     raise EOFError
                 dispatch[key[0]](self)
         except pickle._Stop as stop:  # type: ignore[attr-defined]
+            if self._frames_end > self._tell():  # as the C unpickler, which reads each whole frame first
+                raise pickle.UnpicklingError("a frame runs past the end of the pickle") from None
             return stop.value
 
     def _load_frame(self) -> None:
-        # A frame only announces how many bytes follow (for buffering): they are read opcode by opcode anyway.
-        if len(self.read(8)) < 8:
+        # A frame only announces how many bytes follow (for buffering): they are read opcode by opcode anyway,
+        # and that they all exist is checked at the end.
+        size = self.read(8)
+        if len(size) < 8:
             raise EOFError
+        self._frames_end = max(self._frames_end, self._tell() + int.from_bytes(size, "little"))
 
     def _load_bytearray(self) -> None:
         # bytearray(n) zeroes n bytes before reading them (n from the file: up to 2^63); a snapshot holds none.
