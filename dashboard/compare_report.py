@@ -25,7 +25,7 @@ from dashboard.analysis.compare_planner import (
     default_groups,
     peak_changes,
 )
-from dashboard.analysis.liveness import planner_groups
+from dashboard.analysis.planner_liveness import planner_groups
 from dashboard.store import Run
 
 SECTIONS = ("kernels", "layers", "memory", "planner", "compiler")  # evidence kinds compared, in report order

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import polars as pl
 import pytest
 
-from dashboard.analysis import liveness
+from dashboard.analysis import planner_liveness as liveness
 from dashboard.analysis import planner_view as view
 from dashboard.collectors import registry
 from dashboard.demo import ws_dumps

@@ -15,12 +15,13 @@ from typing import Any
 
 import polars as pl
 
-from dashboard.analysis.liveness import (
+from dashboard.analysis.planner_liveness import (
     CAPACITY,
     buffers_of_op,
     channels_of_buffer,
     live_buffers_at,
     ops_of_buffer,
+    ops_of_partition,
     planner_groups,
     size_expr,
 )
@@ -212,7 +213,7 @@ def partition_view(ops: pl.DataFrame, channels: pl.DataFrame, group: str,
     mine_channels = channels.filter(pl.col("group") == group)
     if partition is None:
         return mine_ops, mine_channels
-    inside = mine_ops.filter(pl.col("partitions").list.contains(partition))["node"]
+    inside = ops_of_partition(ops, group, partition)["node"]
     crossing = mine_channels.filter(pl.col("src_node").is_in(inside.implode())
                                     | pl.col("dst_node").is_in(inside.implode()))
     shown = pl.concat([inside, crossing["src_node"], crossing["dst_node"]]).drop_nulls().unique()

@@ -89,7 +89,7 @@ def memory_figures(run: Run, query: Query) -> dict[str, go.Figure]:
 
 
 def planner_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.analysis.liveness import planner_groups
+    from dashboard.analysis.planner_liveness import planner_groups
     from dashboard.figures.planner import live_memory_figure, liveness_timeline
 
     buffers, ops, channels = run.frame("ws_buffers"), run.frame("ws_ops"), run.frame("ws_channels")

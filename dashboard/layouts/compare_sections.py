@@ -34,7 +34,7 @@ from dashboard.analysis.compare_planner import (
     peak_changes,
 )
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
-from dashboard.analysis.liveness import planner_groups
+from dashboard.analysis.planner_liveness import planner_groups
 from dashboard.analysis.units import format_bytes, format_ns
 from dashboard.compare_report import memory_rank, shared_evidence
 from dashboard.figures.compare_memory import compare_memory_figure

@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 import polars as pl
 from dash import dcc, html
 
-from dashboard.analysis import liveness
+from dashboard.analysis import planner_liveness as liveness
 from dashboard.analysis import planner_view as view
 from dashboard.analysis.units import format_bytes
 from dashboard.exports.png import safe_file_stem

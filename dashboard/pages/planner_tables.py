@@ -9,7 +9,7 @@ import dash_bootstrap_components as dbc
 import polars as pl
 from dash import html
 
-from dashboard.analysis import liveness
+from dashboard.analysis import planner_liveness as liveness
 from dashboard.layouts.after_charts import AfterCharts
 
 TABLE_IDS = {"SMEM": "planner-smem-table", "TMEM": "planner-tmem-table"}

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from playwright.sync_api import Page, expect
 
-from dashboard.analysis import liveness
+from dashboard.analysis import planner_liveness as liveness
 from dashboard.demo import ws_dumps
 from dashboard.pages.planner_callbacks import EXPORT_GAP, EXPORT_SCALE, GRAPH_IMAGE_OPTIONS_JS
 from dashboard.store import RunStore
