@@ -89,19 +89,9 @@ def memory_figures(run: Run, query: Query) -> dict[str, go.Figure]:
 
 
 def planner_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.analysis.planner_liveness import planner_groups
-    from dashboard.figures.planner import live_memory_figure, liveness_timeline
+    from dashboard.views import planner
 
-    buffers, ops, channels = run.frame("ws_buffers"), run.frame("ws_ops"), run.frame("ws_channels")
-    groups = planner_groups(buffers, ops, channels)
-    if not groups:
-        return {}
-    group = query.get("group") if query.get("group") in groups else groups[0]
-    figures = {}
-    for memory in ("SMEM", "TMEM"):
-        figures[f"{memory.lower()}-liveness"] = liveness_timeline(buffers, group, memory)
-        figures[f"{memory.lower()}-live"] = live_memory_figure(buffers, group, memory)
-    return figures
+    return planner.figures(run, planner.State.from_query(query, run))
 
 
 def compare_figures(run: Run, query: Query) -> dict[str, go.Figure]:

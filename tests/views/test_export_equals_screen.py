@@ -81,9 +81,29 @@ def _kernel_states(run: Run) -> list[dict[str, str]]:
     ]
 
 
+def _planner_states(run: Run) -> list[dict[str, str]]:
+    from dashboard.views import planner
+
+    data = planner.planner_data(run)
+    groups = [choice.group for choice in data.choices if choice.kind == "planner"]
+    second = groups[-1]
+    smem = data.buffers.filter(data.buffers["group"] == groups[0]).row(0, named=True)
+    op = int(data.ops.filter(data.ops["group"] == groups[0]).drop_nulls("op_id")["op_id"][0])
+    return [
+        {},
+        {"group": second},
+        {"buffer": f"SMEM-{smem['buffer_index']}"},
+        {"op": str(op)},  # marked on both timelines and both live-memory charts
+        {"buffer": f"smem-{smem['buffer_index']}", "op": str(op), "partition": "1"},
+        {"group": "no such group", "buffer": "SMEM-99999", "op": "x y", "partition": "-3"},  # all dropped
+        {"group": second, "buffer": "TMEM-0", "op": "op_op_nowhere"},
+    ]
+
+
 # page -> (evidence its run needs, the URL states to try)
 STATES = {
     "kernels": ("kernels", _kernel_states),
+    "planner": ("planner", _planner_states),
 }
 
 
