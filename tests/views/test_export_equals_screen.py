@@ -100,19 +100,59 @@ def _planner_states(run: Run) -> list[dict[str, str]]:
     ]
 
 
-# page -> (evidence its run needs, the URL states to try)
+def _memory_states(run: Run) -> list[dict[str, str]]:
+    from dashboard.views import memory
+
+    data = memory.memory_data(run, None)
+    first, last = data.first_op, data.last_op
+    middle = (first + last) // 2
+    return [
+        {},
+        {"rank": "987"},  # a rank the run does not have: its first rank, on both paths (the export once took 0)
+        {"rank": str(data.rank), "unit": "device", "peaks": "profiler"},
+        {"optype": data.op_types[0][0], "program": data.programs[-1][0]},  # the export once ignored both
+        {"ops": f"{first + 10}-{middle}", "op": str(middle - 5), "optype": data.op_types[-1][0]},
+        {"ops": f"{middle}-{last + 1000}", "program": data.programs[0][0], "peaks": "profiler"},
+        {"ops": "9-x", "op": "abc", "optype": "NoSuchOp,", "program": ",,", "unit": "kg", "peaks": "?"},
+    ]
+
+
+def _memory_cuda_states(run: Run) -> list[dict[str, str]]:
+    from dashboard.views import memory_cuda
+
+    data = memory_cuda.cuda_data(run, None)
+    start, end = int(data.events["time_ns"].min()), int(data.events["time_ns"].max())  # type: ignore[arg-type]
+    quarter = (end - start) // 4
+    return [
+        {},
+        {"rank": "987"},
+        {"device": data.devices[0]},
+        {"window": f"{start + quarter}-{end - quarter}"},
+        {"at": str(start + quarter), "window": f"{start}-{start + 2 * quarter}"},
+        {"device": "nope", "window": "later", "at": "noon"},
+    ]
+
+
+# page -> (evidence its run needs, the URL states to try); "page (variant)": the page for another kind of run
 STATES = {
     "kernels": ("kernels", _kernel_states),
     "planner": ("planner", _planner_states),
+    "memory": ("memory", _memory_states),
+    "memory (CUDA)": ("cuda_memory", _memory_cuda_states),
 }
 
 
-@pytest.mark.parametrize("page", sorted(STATES))
-def test_the_export_draws_what_the_page_draws(demo: tuple[RunStore, Any], page: str) -> None:
+# The view module of a variant, where it is not the page's own.
+VIEW_MODULES = {"memory (CUDA)": "memory_cuda"}
+
+
+@pytest.mark.parametrize("entry", sorted(STATES))
+def test_the_export_draws_what_the_page_draws(demo: tuple[RunStore, Any], entry: str) -> None:
     store, client = demo
-    evidence, states = STATES[page]
+    evidence, states = STATES[entry]
+    page = entry.split(" ")[0]
     run = _run_with(store, evidence)
-    charts = importlib.import_module(f"dashboard.views.{page}").CHARTS
+    charts = importlib.import_module(f"dashboard.views.{VIEW_MODULES.get(entry, page)}").CHARTS
     for state in states(run):
         query = {"run": run.id, **state}
         exported = page_figures(page, run, query)
@@ -125,4 +165,5 @@ def test_the_export_draws_what_the_page_draws(demo: tuple[RunStore, Any], page: 
 
 
 def test_every_page_with_charts_has_a_view_module_under_this_test() -> None:
-    assert set(STATES) == set(PAGES), f"pages whose export is not compared with the screen: {set(PAGES) - set(STATES)}"
+    pages = {entry.split(" ")[0] for entry in STATES}
+    assert pages == set(PAGES), f"pages whose export is not compared with the screen: {set(PAGES) - pages}"
