@@ -126,6 +126,7 @@ def _memory_cuda_states(run: Run) -> list[dict[str, str]]:
     return [
         {},
         {"rank": "987"},
+        {"rank": str(memory_cuda.run_ranks(run)[-1])},
         {"device": data.devices[0]},
         {"window": f"{start + quarter}-{end - quarter}"},
         {"at": str(start + quarter), "window": f"{start}-{start + 2 * quarter}"},
