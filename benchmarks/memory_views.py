@@ -6,8 +6,8 @@ Generates the demo memory-profiler run at `--ops` ops (runtime log + profiler
 JSON, dashboard/demo/tt_memory_log.py) and ingests it into a temp store (or
 reuses the newest run of `--store`, which the first run leaves behind when
 given), then times the server side of every interaction: the very functions
-the callbacks call (`memory_callbacks.respond` for cross-filter events,
-`rows_response` for table blocks, the CSV export), p50 / p95 wall and p50 CPU
+the callbacks call (`pages.memory.respond` for cross-filter events,
+`views.memory.rows_block` for table blocks, the CSV export), p50 / p95 wall and p50 CPU
 over `--reps` repetitions, and the bytes each response carries (what Dash
 would serialise: figures, Patches, components, rows).
 
@@ -79,12 +79,12 @@ def server_work(store: RunStore, run_id: str, reps: int) -> list[tuple[str, floa
     from dashboard.settings import Settings
 
     create_app(Settings(data_dir=store.data_dir, seed_demo=False))
-    from dashboard.analysis import memory_events as events
     from dashboard.analysis import memory_view as view
-    from dashboard.analysis.memory_view import ViewState
     from dashboard.pages import memory as page
-    from dashboard.pages import memory_parts as parts
-    from dashboard.pages.memory_callbacks import respond, rows_response
+    from dashboard.pages.memory import respond
+    from dashboard.views import memory as memory_view
+    from dashboard.views import memory_events as events
+    from dashboard.views.memory import State as ViewState
 
     rows: list[tuple[str, float, float, float, int, bool]] = []
 
@@ -95,7 +95,8 @@ def server_work(store: RunStore, run_id: str, reps: int) -> list[tuple[str, floa
 
     add("first load: layout (cold: parquet read, prepare, figures)", lambda _: page.layout(run=run_id), 1, False)
     add("page load again: layout (warm)", lambda _: page.layout(run=run_id), 5, False)
-    data = parts.memory_data(run_id, 0)
+    run = store.open(run_id)
+    data = memory_view.memory_data(run, None)
     first, last = data.first_op, data.last_op
     rng = random.Random(0)
     base = ViewState()
@@ -107,7 +108,7 @@ def server_work(store: RunStore, run_id: str, reps: int) -> list[tuple[str, floa
     def event(before: ViewState, kind: str, payload_: Any) -> tuple:
         state = events.after_event(data, before, kind, payload_)
         assert state is not None
-        return respond(data, before, state, kind, run_id, 1)
+        return respond(run, before, state, frozenset({kind}), 1)
 
     def brush(i: int) -> tuple:
         a, b = span(i)
@@ -153,22 +154,22 @@ def server_work(store: RunStore, run_id: str, reps: int) -> list[tuple[str, floa
 
     def table_after_brush(i: int) -> dict:
         state = ViewState(ops=span(i))
-        return rows_response(data, state, {"startRow": 0, "endRow": 200, "sortModel": []})
+        return memory_view.rows_block(run, state, {"startRow": 0, "endRow": 200, "sortModel": []})
 
     def table_sort(i: int) -> dict:
         columns = ("DRAM_delta", "L1_delta", "L1_allocated", "op_type", "loc")
         sort = [{"colId": columns[i % len(columns)], "sort": "desc" if i % 2 else "asc"}]
-        return rows_response(data, ViewState(ops=span(i)), {"startRow": 0, "endRow": 200, "sortModel": sort})
+        return memory_view.rows_block(run, ViewState(ops=span(i)), {"startRow": 0, "endRow": 200, "sortModel": sort})
 
     def table_scroll(i: int) -> dict:
         start = rng.randrange(0, 50_000, 200)
-        return rows_response(data, base, {"startRow": start, "endRow": start + 200, "sortModel": []})
+        return memory_view.rows_block(run, base, {"startRow": start, "endRow": start + 200, "sortModel": []})
 
     add("table: first block after a new brush (cold)", table_after_brush)
     add("table: sort a new range by a column (cold)", table_sort)
     add("table: scroll to another block", table_scroll)
     add("CSV download of the whole table (50 k ops)",
-        lambda _: view.table_csv(view.table_for(data, base), True), 3, False)
+        lambda _: memory_view.table_csv(run, base)[0], 3, False)
     return rows
 
 

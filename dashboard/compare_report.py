@@ -27,7 +27,7 @@ from dashboard.analysis.compare_planner import (
     default_groups,
     peak_changes,
 )
-from dashboard.analysis.liveness import planner_groups
+from dashboard.analysis.planner_liveness import planner_groups
 from dashboard.store import Run
 
 # Evidence kinds compared, in report order.

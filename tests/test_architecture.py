@@ -26,9 +26,14 @@ def _module_name(path: Path) -> str:
 
 
 def _is_main_guard(node: ast.AST) -> bool:
-    """`if __name__ == "__main__":`: what runs only when the module is the program is not a dependency."""
-    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
-            and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__")
+    """`if __name__ == "__main__":` (what runs only when the module is the program) and `if TYPE_CHECKING:`
+    (names for annotations only) are not dependencies at run time."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
+        return True
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
 
 
 def _imports(path: Path, modules: set[str]) -> set[str]:

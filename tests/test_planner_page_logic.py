@@ -8,13 +8,15 @@ import plotly.graph_objects as go
 import polars as pl
 import pytest
 
-from dashboard.analysis import liveness
+from dashboard.analysis import planner_liveness as liveness
 from dashboard.analysis import planner_view as view
 from dashboard.collectors import registry
 from dashboard.demo import ws_dumps
 from dashboard.figures.planner import MARK, channel_graph_elements, live_memory_figure, liveness_timeline
 from dashboard.figures.planner_big_graph import BIG_GRAPH_ELEMENTS, OP_HEIGHT, OP_WIDTH, flat_partitions, is_big
 from dashboard.figures.planner_selection import graph_selection, selection_shapes
+from dashboard.views.planner import State as PlannerState
+from dashboard.views.planner import partition_of_node
 
 G1, G2 = "ws#1", "ws#2"  # the attention kernel (op ids) and the GEMM (no op ids)
 PLAIN_DOT = """digraph pipeline {
@@ -40,18 +42,21 @@ def _frames(tables: dict[str, pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame
 
 def test_url_state_parsers_accept_good_values_and_drop_bad_ones() -> None:
     assert view.buffer_key("SMEM", 3) == "SMEM-3"
-    assert view.parse_buffer_key("SMEM-3") == ("SMEM", 3)
-    assert view.parse_buffer_key("tmem-0") == ("TMEM", 0)
+    parse = PlannerState.from_query
+    assert parse({"buffer": "SMEM-3"}).buffer == ("SMEM", 3)
+    assert parse({"buffer": "tmem-0"}).buffer == ("TMEM", 0)
     for bad in (None, "", "SMEM", "DRAM-1", "SMEM-x", "SMEM--1", 7):
-        assert view.parse_buffer_key(bad) is None
-    assert view.parse_op("61") == 61
-    assert view.parse_op(61) == 61
-    assert view.parse_op("op_op_12345") == "op_op_12345"
-    assert view.parse_op("") is None and view.parse_op(None) is None and view.parse_op(True) is None
-    assert view.parse_partition("2") == 2 and view.parse_partition(0) == 0
-    assert view.parse_partition("") is None and view.parse_partition("all") is None
-    assert view.partition_of_node("partition-4") == 4
-    assert view.partition_of_node("op_op_61") is None and view.partition_of_node(None) is None
+        assert parse({"buffer": bad}).buffer is None
+    assert parse({"op": "61"}).op == 61
+    assert parse({"op": 61}).op == 61
+    assert parse({"op": "op_op_12345"}).op == "op_op_12345"
+    assert parse({"op": ""}).op is None and parse({}).op is None
+    assert parse({"partition": "2"}).partition == 2 and parse({"partition": 0}).partition == 0
+    assert parse({"partition": ""}).partition is None and parse({"partition": "all"}).partition is None
+    state = PlannerState(group=G1, buffer=("TMEM", 2), op=61, partition=1)
+    assert parse(state.url_state()) == state  # the URL's text is read back to the same state
+    assert partition_of_node("partition-4") == 4
+    assert partition_of_node("op_op_61") is None and partition_of_node(None) is None
 
 
 def test_group_choices_list_planner_groups_then_plain_graphs(tables: dict[str, pl.DataFrame]) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from dashboard.analysis import liveness
+from dashboard.analysis import planner_liveness as liveness
 
 ADDED, REMOVED, RESIZED, MOVED, SAME, CHANGED = "added", "removed", "resized", "moved", "same", "changed"
 _BUFFER_COLUMNS = ("buffer_index", "bytes", "rows", "cols", "start_op", "end_op")

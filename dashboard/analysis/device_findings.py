@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from dashboard.analysis import liveness
 from dashboard.analysis import memory as memory_analysis
+from dashboard.analysis import planner_liveness as liveness
 from dashboard.analysis.finding import Finding, view_href
 from dashboard.analysis.planner_sharing import TMEM_COLUMN_BYTES
 from dashboard.analysis.units import format_bytes

@@ -1,7 +1,8 @@
-"""What the `/memory` page shows for one state: URL state, per-run prepared frames, filtered views.
+"""What the `/memory` page shows for one state: per-run prepared frames and filtered views.
 
-No Dash here. The page turns events into a `ViewState` (`memory_events`), asks
-the functions below for frames and hands them to `figures.memory`.
+No Dash here. The page's state (`views.memory.State`, events applied by
+`views.memory_events`) picks the range, op and filters; the functions below
+give the frames that `figures.memory` draws.
 
 Speed on 100 k-op runs: `prepare` does the whole-run work once per run (deltas,
 curves in both units, peaks in both views, the op list); every view after it
@@ -13,7 +14,6 @@ run (the page keeps it in its own LRU cache) is the cache key.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -31,7 +31,6 @@ MAX_ZOOM_POINTS = 1200  # per curve of a zoomed window: exact up to 1,200 ops
 MAX_HIGHLIGHT_POINTS = 800  # highlighted ops marked per track (extremes kept when there are more)
 MAX_TABLE_BLOCK = 1000  # rows per request of the infinite-scroll table
 TOP_GROWTH = 10
-_RANGE = re.compile(r"^\s*(\d+)\s*[-–:]\s*(\d+)\s*$")
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,73 +57,11 @@ class MemoryData:
         return int(self.ops["op_index"][-1]) if self.ops.height else 0
 
 
-@dataclass(frozen=True)
-class ViewState:
-    """The page's view: brushed op range, selected op, op-type / program filters, units, peak view."""
-
-    ops: tuple[int, int] | None = None
-    op: int | None = None
-    optypes: tuple[str, ...] = ()
-    programs: tuple[str, ...] = ()
-    unit: str = DEFAULT_UNIT
-    peaks: str = DEFAULT_PEAKS
-    zoom: tuple[int, int] | None = None  # the curves' x-zoom (kept in the page, not the URL)
-
-    @property
-    def per_bank(self) -> bool:
-        return self.unit == "bank"
-
-    def url(self) -> dict[str, Any]:
-        """Query-string form; empty values are removed from the address bar, defaults left out."""
-        return {"ops": format_range(self.ops), "op": "" if self.op is None else self.op,
-                "optype": ",".join(self.optypes), "program": ",".join(self.programs),
-                "unit": "" if self.unit == DEFAULT_UNIT else self.unit,
-                "peaks": "" if self.peaks == DEFAULT_PEAKS else self.peaks}
-
-    def store(self) -> dict[str, Any]:
-        """What the page keeps between callbacks: the URL form plus the zoom."""
-        return {**self.url(), "zoom": format_range(self.zoom)}
-
-
-def format_range(op_range: tuple[int, int] | None) -> str:
-    return f"{op_range[0]}-{op_range[1]}" if op_range else ""
-
-
-def parse_range(text: Any) -> tuple[int, int] | None:
-    match = _RANGE.match(str(text)) if text not in (None, "") else None
-    if not match:
-        return None
-    start, end = sorted((int(match.group(1)), int(match.group(2))))
-    return start, end
-
-
 def parse_int(text: Any) -> int | None:
     try:
         return int(str(text))
     except (TypeError, ValueError):
         return None
-
-
-def parse_list(value: Any) -> tuple[str, ...]:
-    items = value if isinstance(value, list | tuple) else str(value or "").split(",")
-    return tuple(dict.fromkeys(str(item).strip() for item in items if str(item).strip()))
-
-
-def parse_state(query: Mapping[str, Any], data: MemoryData) -> ViewState:
-    """A state from the URL (or the page's store), keeping only what exists in this run."""
-    op = parse_int(query.get("op"))
-    known_types = {name for name, _ in data.op_types}
-    known_programs = {name for name, _ in data.programs}
-    unit, peaks = query.get("unit") or DEFAULT_UNIT, query.get("peaks") or DEFAULT_PEAKS
-    return ViewState(
-        ops=clamp_range(data, parse_range(query.get("ops"))),
-        op=existing_op(data, op),
-        optypes=tuple(t for t in parse_list(query.get("optype")) if t in known_types),
-        programs=tuple(p for p in parse_list(query.get("program")) if p in known_programs),
-        unit=unit if unit in UNITS else DEFAULT_UNIT,
-        peaks=peaks if peaks in PEAK_VIEWS else DEFAULT_PEAKS,
-        zoom=clamp_range(data, parse_range(query.get("zoom"))),
-    )
 
 
 # ---- preparing a run ----------------------------------------------------------------------------
@@ -187,27 +124,23 @@ def op_table(data: MemoryData, unit: str) -> pl.DataFrame:
     return table.drop(undrawn, "rank", "is_weight_op", "const_eval_graph", strict=False)
 
 
-def _filter(frame: pl.DataFrame, state: ViewState, by_type: bool = True) -> pl.DataFrame:
-    if state.ops is not None:
-        frame = _rows_between(frame, *state.ops)
-    return analysis.filter_ops(frame, op_types=state.optypes if by_type and state.optypes else None,
-                               programs=state.programs or None)
+def _filter(frame: pl.DataFrame, ops: tuple[int, int] | None, optypes: tuple[str, ...] = (),
+            programs: tuple[str, ...] = ()) -> pl.DataFrame:
+    if ops is not None:
+        frame = _rows_between(frame, *ops)
+    return analysis.filter_ops(frame, op_types=optypes or None, programs=programs or None)
 
 
 @lru_cache(maxsize=32)
 def table_view(data: MemoryData, unit: str, ops: tuple[int, int] | None, optypes: tuple[str, ...],
                programs: tuple[str, ...], sort: tuple[tuple[str, bool], ...] = ()) -> pl.DataFrame:
     """The ops table for a range and filters, sorted as the grid asks (op order by default)."""
-    frame = _filter(op_table(data, unit), ViewState(ops=ops, optypes=optypes, programs=programs))
+    frame = _filter(op_table(data, unit), ops, optypes, programs)
     known = [(column, descending) for column, descending in sort if column in frame.columns]
     if known:
         frame = frame.sort([c for c, _ in known], descending=[d for _, d in known], nulls_last=True,
                            maintain_order=True)
     return frame
-
-
-def table_for(data: MemoryData, state: ViewState, sort: tuple[tuple[str, bool], ...] = ()) -> pl.DataFrame:
-    return table_view(data, state.unit, state.ops, state.optypes, state.programs, sort)
 
 
 def sort_key(sort_model: Sequence[Mapping[str, Any]] | None) -> tuple[tuple[str, bool], ...]:
@@ -234,7 +167,7 @@ def table_csv(frame: pl.DataFrame, per_bank: bool) -> str:
 def growth_view(data: MemoryData, ops: tuple[int, int] | None, programs: tuple[str, ...],
                 n: int = TOP_GROWTH) -> pl.DataFrame:
     """Top-n ops by memory left behind per buffer type, within the range and programs."""
-    frame = _filter(data.growth, ViewState(ops=ops, programs=programs), by_type=False)
+    frame = _filter(data.growth, ops, programs=programs)
     return analysis.top_growth(frame, n=n, buffer_types=data.buffer_types)
 
 
@@ -289,18 +222,6 @@ def highlight_rows(data: MemoryData, unit: str, optypes: tuple[str, ...], progra
 def window_rows(data: MemoryData, unit: str, window: tuple[int, int]) -> dict[str, pl.DataFrame]:
     """Per drawn buffer type, the curve rows in an x-zoom window (one op beyond each edge)."""
     return {bt: _rows_between(curve, window[0] - 1, window[1] + 1) for bt, curve in data.curves[unit].items()}
-
-
-def describe(state: ViewState, rows: int) -> str:
-    """`1,234 ops · ops 100–200 · type MatmulOp · program main`: what the table holds."""
-    parts = [f"{rows:,} op{'s' if rows != 1 else ''}"]
-    if state.ops:
-        parts.append(f"ops {state.ops[0]:,}–{state.ops[1]:,}")
-    if state.optypes:
-        parts.append("type " + ", ".join(state.optypes))
-    if state.programs:
-        parts.append("program " + ", ".join(state.programs))
-    return " · ".join(parts)
 
 
 def clamp_range(data: MemoryData, op_range: tuple[int, int] | None) -> tuple[int, int] | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from dashboard.analysis import liveness
+from dashboard.analysis import planner_liveness as liveness
 from dashboard.analysis.finding import Finding, view_href
 from dashboard.analysis.planner_view import buffer_key
 from dashboard.analysis.units import format_bytes

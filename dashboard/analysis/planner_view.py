@@ -1,11 +1,10 @@
 """What the `/planner` page shows for one view state: groups, a selected buffer, a marked op, a partition.
 
 Pure polars over the canonical planner tables (`ws_buffers`, `ws_ops`,
-`ws_channels`, `dot_nodes`). The page keeps its state in the URL as text:
-`group`, `buffer` (`SMEM-3`: memory and buffer_index), `op` (an operation id,
-or a node id such as `op_op_12345` for dumps made without op ids) and
-`partition`; the parsers here turn that text back into values and never raise
-on a hand-edited link.
+`ws_channels`, `dot_nodes`). The page's URL state (`group`, `buffer` as
+`SMEM-3`, `op` as an operation id or a node id such as `op_op_12345` for dumps
+made without op ids, `partition`) is parsed by `views.planner.State`; the
+functions here take the parsed values.
 """
 
 from __future__ import annotations
@@ -15,12 +14,13 @@ from typing import Any
 
 import polars as pl
 
-from dashboard.analysis.liveness import (
+from dashboard.analysis.planner_liveness import (
     CAPACITY,
     buffers_of_op,
     channels_of_buffer,
     live_buffers_at,
     ops_of_buffer,
+    ops_of_partition,
     planner_groups,
     size_expr,
 )
@@ -28,46 +28,11 @@ from dashboard.analysis.liveness import (
 MEMORIES = ("SMEM", "TMEM")
 
 
-# --- URL state ---------------------------------------------------------------------------------------------------
+# --- buffers ---------------------------------------------------------------------------------------------------
 
 def buffer_key(memory: str, buffer_index: int) -> str:
     """A buffer as the URL names it: memory and dense index, e.g. `TMEM-2`."""
     return f"{memory}-{buffer_index}"
-
-
-def parse_buffer_key(text: Any) -> tuple[str, int] | None:
-    """`SMEM-3` -> ("SMEM", 3); anything else -> None."""
-    if not isinstance(text, str) or "-" not in text:
-        return None
-    memory, _, index = text.partition("-")
-    memory = memory.upper()
-    if memory not in MEMORIES or not index.isdigit():
-        return None
-    return memory, int(index)
-
-
-def parse_op(text: Any) -> int | str | None:
-    """An op reference: an operation id (int) or a node id (str); None when empty."""
-    if text is None or text == "":
-        return None
-    if isinstance(text, bool):
-        return None
-    if isinstance(text, int):
-        return text
-    value = str(text).strip()
-    if value.lstrip("-").isdigit():
-        return int(value)
-    return value or None
-
-
-def parse_partition(text: Any) -> int | None:
-    """A partition number, or None for all partitions."""
-    if isinstance(text, bool):
-        return None
-    if isinstance(text, int):
-        return text
-    value = str(text or "").strip()
-    return int(value) if value.isdigit() else None
 
 
 # --- groups -------------------------------------------------------------------------------------------------------
@@ -212,15 +177,8 @@ def partition_view(ops: pl.DataFrame, channels: pl.DataFrame, group: str,
     mine_channels = channels.filter(pl.col("group") == group)
     if partition is None:
         return mine_ops, mine_channels
-    inside = mine_ops.filter(pl.col("partitions").list.contains(partition))["node"]
+    inside = ops_of_partition(ops, group, partition)["node"]
     crossing = mine_channels.filter(pl.col("src_node").is_in(inside.implode())
                                     | pl.col("dst_node").is_in(inside.implode()))
     shown = pl.concat([inside, crossing["src_node"], crossing["dst_node"]]).drop_nulls().unique()
     return mine_ops.filter(pl.col("node").is_in(shown.implode())), crossing
-
-
-def partition_of_node(node_id: Any) -> int | None:
-    """The partition a compound node stands for (`partition-3` -> 3); None for any other node."""
-    if isinstance(node_id, str) and node_id.startswith("partition-"):
-        return parse_partition(node_id.removeprefix("partition-"))
-    return None

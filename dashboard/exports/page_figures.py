@@ -73,35 +73,17 @@ def timeline_figures(run: Run, query: Query) -> dict[str, go.Figure]:
 
 
 def memory_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.analysis.memory import top_growth, with_deltas
-    from dashboard.analysis.memory_view import parse_range
-    from dashboard.figures.memory import memory_curves_figure, top_growth_figure
+    from dashboard.views import memory, memory_cuda
 
-    op_memory = run.frame("op_memory")
-    rank = _rank(query) or 0
-    per_bank = query.get("unit") != "device"
-    op = query.get("op")
-    curves = memory_curves_figure(op_memory, per_bank=per_bank, rank=rank,
-                                  selected_op=int(op) if op and op.isdigit() else None,
-                                  op_range=parse_range(query.get("ops")))
-    growth = top_growth(with_deltas(op_memory.filter(op_memory["rank"] == rank)), n=10)
-    return {"memory-curves": curves, "top-growth": top_growth_figure(growth, per_bank=per_bank)}
+    if memory_cuda.shows(run):  # as the page: CUDA allocator memory and no Tenstorrent memory
+        return memory_cuda.figures(run, memory_cuda.State.from_query(query, run))
+    return memory.figures(run, memory.State.from_query(query, run))
 
 
 def planner_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.analysis.liveness import planner_groups
-    from dashboard.figures.planner import live_memory_figure, liveness_timeline
+    from dashboard.views import planner
 
-    buffers, ops, channels = run.frame("ws_buffers"), run.frame("ws_ops"), run.frame("ws_channels")
-    groups = planner_groups(buffers, ops, channels)
-    if not groups:
-        return {}
-    group = query.get("group") if query.get("group") in groups else groups[0]
-    figures = {}
-    for memory in ("SMEM", "TMEM"):
-        figures[f"{memory.lower()}-liveness"] = liveness_timeline(buffers, group, memory)
-        figures[f"{memory.lower()}-live"] = live_memory_figure(buffers, group, memory)
-    return figures
+    return planner.figures(run, planner.State.from_query(query, run))
 
 
 def compare_figures(run: Run, query: Query) -> dict[str, go.Figure]:
@@ -154,14 +136,16 @@ PAGES: dict[str, PageFigures] = {
     "compare": compare_figures,
     "compiler": compiler_figures,
 }
-# Which evidence a page needs before it has charts to export.
-PAGE_EVIDENCE = {"insights": "kernels", "kernels": "kernels", "layers": "layers", "timeline": "kernels",
-                 "memory": "memory", "planner": "planner", "compare": "kernels", "compiler": "compiler"}
+# Which evidence a page needs before it has charts to export (any one of a tuple).
+PAGE_EVIDENCE: dict[str, str | tuple[str, ...]] = {
+    "insights": "kernels", "kernels": "kernels", "layers": "layers", "timeline": "kernels",
+    "memory": ("memory", "cuda_memory"), "planner": "planner", "compare": "kernels", "compiler": "compiler"}
 
 
 def pages_for(run: Run) -> list[str]:
     """The pages that have charts for this run."""
-    return [page for page, evidence in PAGE_EVIDENCE.items() if run.has_evidence(evidence)]
+    return [page for page, evidence in PAGE_EVIDENCE.items()
+            if any(run.has_evidence(kind) for kind in ((evidence,) if isinstance(evidence, str) else evidence))]
 
 
 def page_figures(page: str, run: Run, query: Query | None = None) -> dict[str, go.Figure]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import io
 import os
-import re
 import shutil
 import threading
 import zipfile
@@ -20,12 +19,13 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
+from dashboard.file_names import safe_file_stem
+
 DEFAULT_WIDTH = 1400
 DEFAULT_HEIGHT = 700
 DEFAULT_SCALE = 2
 CAPTION_HEIGHT = 28  # CSS px the image grows by for its caption line (times the scale)
 CAPTION_FONT_PX = 13
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _lock = threading.Lock()
 _started = False
 
@@ -67,10 +67,6 @@ def _stop_server() -> None:
 
         kaleido.stop_sync_server(silence_warnings=True)
         _started = False
-
-
-def safe_file_stem(name: str) -> str:
-    return _UNSAFE.sub("-", name).strip("-.")[:120] or "chart"
 
 
 def figure_png(figure: go.Figure, width: int | None = None, height: int | None = None,

@@ -22,8 +22,8 @@ from flask import Flask, Response, abort, request, send_file
 
 from dashboard import schema
 from dashboard.exports.perfetto import TRACE_TABLES, encode_trace
-from dashboard.exports.png import safe_file_stem
 from dashboard.exports.tables import encode_csv
+from dashboard.file_names import safe_file_stem
 from dashboard.server_security import resolve_inside
 from dashboard.store import SOURCE_DIR, Run, RunNotFound, RunStore
 

@@ -260,20 +260,6 @@ def _add_fragmentation(figure: go.Figure, curves: pl.DataFrame, row: int, max_po
     figure.update_yaxes(title_text="%", range=[0, 100], row=row, col=1)
 
 
-def fragmentation_figure(op_memory: pl.DataFrame, *, rank: int = 0, selected_op: int | None = None,
-                         op_range: tuple[int, int] | None = None, max_points: int = 4000) -> go.Figure:
-    """Fragmentation per buffer type on its own (0 where nothing is free, e.g. no TRACE region)."""
-    curves = analysis.memory_curves(op_memory.filter(pl.col("rank") == rank)).filter(pl.col("capacity") > 0)
-    if curves.is_empty():
-        return empty_figure("No per-op memory to show for this run")
-    figure = make_subplots(rows=1, cols=1)
-    _add_fragmentation(figure, curves, 1, max_points)
-    _cross_filter_marks(figure, 1, _regions(op_memory, rank), op_range, selected_op)
-    figure.update_layout(template=TEMPLATE, title="Fragmentation: 1 − largest free block / free", height=320)
-    figure.update_xaxes(title_text="op index")
-    return figure
-
-
 def top_growth_figure(growth: pl.DataFrame, *, per_bank: bool = True, selected_op: int | None = None,
                       title: str = "Ops that left the most memory behind") -> go.Figure:
     """Horizontal bars of `analysis.top_growth` output, one panel per buffer type (scales differ).

@@ -42,17 +42,18 @@ def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | 
         custom = frame["time_ns"].to_numpy() - origin_ns
         colour = colour_for(device)
         allocated = frame["allocated"].to_numpy() / divisor
-        figure.add_trace(go.Scattergl(
+        # Scatter, not Scattergl: the app's plotly.js bundle (tools/plotly-bundle) has no WebGL traces.
+        figure.add_trace(go.Scatter(
             x=x, y=allocated, customdata=custom, mode="lines", line={"shape": "hv", "color": colour, "width": 2},
             name=f"{device} allocated", legendgroup=device,
             hovertemplate=f"{device} allocated %{{y:.4g}} {unit}<br>%{{x:.3f}} ms<extra></extra>"), row=1, col=1)
         if frame["reserved"].null_count() < frame.height:
             reserved = frame["reserved"].to_numpy().astype(float) / divisor
-            figure.add_trace(go.Scattergl(
+            figure.add_trace(go.Scatter(
                 x=x, y=reserved, customdata=custom, mode="lines", name=f"{device} reserved", legendgroup=device,
                 line={"shape": "hv", "color": colour, "width": 1, "dash": "dot"},
                 hovertemplate=f"{device} reserved %{{y:.4g}} {unit}<br>%{{x:.3f}} ms<extra></extra>"), row=1, col=1)
-            figure.add_trace(go.Scattergl(
+            figure.add_trace(go.Scatter(
                 x=x, y=reserved - allocated, customdata=custom, mode="lines", name=f"{device} slack",
                 legendgroup=device, showlegend=False, line={"shape": "hv", "color": colour, "width": 1},
                 hovertemplate=f"{device} slack %{{y:.4g}} {unit}<br>%{{x:.3f}} ms<extra></extra>"), row=2, col=1)

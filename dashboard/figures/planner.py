@@ -15,7 +15,7 @@ import plotly.colors
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.analysis.liveness import CAPACITY, buffers_of, live_usage, over_capacity
+from dashboard.analysis.planner_liveness import CAPACITY, buffers_of, live_usage, over_capacity
 from dashboard.analysis.units import bytes_unit_for, format_bytes
 from dashboard.figures.planner_graph import (
     CHANNEL_GRAPH_LAYOUT,

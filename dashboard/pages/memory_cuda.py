@@ -1,62 +1,31 @@
 """`/memory` for runs with CUDA allocator memory (Kineto `[memory]` events, allocator snapshots).
 
-URL state: run, rank, device (one device; all by default), window
-(`<start_ns>-<end_ns>` on the run clock, the key /timeline and /kernels use,
-so a window brushed on either page re-aggregates this one and back), at (a
-time in ns: the live allocations there; a click on the curves or the peak
-button sets it).
+URL state and figures: `views.memory_cuda` (rank, device, window, at); the
+page's layout and its callback draw what that view gives for a State.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import dash_bootstrap_components as dbc
 import polars as pl
 from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 
-from dashboard.analysis import cuda_fragmentation
 from dashboard.analysis import cuda_memory as analysis
-from dashboard.analysis.selection import format_window, parse_window, x_range_from_relayout
+from dashboard.analysis.selection import x_range_from_relayout
 from dashboard.analysis.units import format_bytes, format_ns
-from dashboard.figures.memory_cuda import curves_figure
 from dashboard.layouts.context import current_store
 from dashboard.layouts.page import chart, page_header, page_href
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run, RunNotFound
+from dashboard.views import memory_cuda as view
 
-EVIDENCE = "cuda_memory"
-CURVES_ID = "memory-cuda-curves"
+EVIDENCE = view.EVIDENCE
+CURVES_ID = view.CHARTS["cuda-memory"]
 URL_STATE = {"type": "url-state", "page": "memory_cuda"}
 TOP_LIVE = 25
 TOP_OPS = 30
-
-
-@dataclass(frozen=True)
-class CudaData:
-    events: pl.DataFrame  # one rank's device_memory, in time order per device
-    lives: pl.DataFrame
-    segments: pl.DataFrame
-    devices: tuple[str, ...]
-    origin_ns: int
-    relative: bool
-    has_kernels: bool
-    layouts: dict[str, cuda_fragmentation.Layout]  # devices whose segments are known (snapshots): replayable
-
-
-@lru_cache(maxsize=4)
-def cuda_data(run_id: str, rank: int) -> CudaData:
-    run = current_store().open(run_id)
-    events = run.frame("device_memory").filter(pl.col("rank") == rank).sort("device", "time_ns", maintain_order=True)
-    segments = run.frame("memory_segments").filter(pl.col("rank") == rank)
-    devices = tuple(sorted(events["device"].unique().to_list(), key=lambda d: (d == "cpu", d)))
-    origin = int(events["time_ns"].min()) if events.height else 0  # type: ignore[arg-type]
-    layouts = {device: state for device in devices if segments.height and (state := cuda_fragmentation.layout(
-        analysis.device_events(events, device), segments.filter(pl.col("device") == device))) is not None}
-    return CudaData(events, analysis.lifetimes(events), segments, devices, origin,
-                    bool(events["relative"].any()), run.has_evidence("kernels"), layouts)
 
 
 def cuda_run(run_id: str | None) -> Run | None:
@@ -69,30 +38,12 @@ def cuda_run(run_id: str | None) -> Run | None:
             run = store.open(run_id)
         except RunNotFound:  # the Tenstorrent view's notice says so
             return None
-        return run if run.has_evidence(EVIDENCE) and not run.has_evidence("memory") else None
+        return run if view.shows(run) else None
     runs = store.list_runs()
     if any("memory" in info.evidence for info in runs):
         return None
     found = next((info.id for info in runs if EVIDENCE in info.evidence), None)
     return store.open(found) if found else None
-
-
-def run_ranks(run: Run) -> tuple[int, ...]:
-    return tuple(sorted(run.frame("device_memory")["rank"].unique().to_list()))
-
-
-def _state(query: dict[str, Any], data: CudaData, rank: int) -> dict[str, Any]:
-    device = query.get("device") if query.get("device") in data.devices else ""
-    window = parse_window(query.get("window"))
-    try:
-        at = int(query["at"]) if query.get("at") else None
-    except ValueError:
-        at = None
-    return {"rank": rank, "device": device, "window": format_window(*window) if window else "", "at": at}
-
-
-def _shown(data: CudaData, state: dict[str, Any]) -> tuple[str, ...]:
-    return (state["device"],) if state["device"] else tuple(d for d in data.devices if d != "cpu") or data.devices
 
 
 def _table(header: list[str], rows: list[list[Any]], table_id: str) -> dbc.Table:
@@ -111,7 +62,7 @@ def _peak_card(peak: analysis.Peak, origin: int) -> dbc.Col:
     ])), md=4)
 
 
-def _live_section(data: CudaData, devices: tuple[str, ...], at: int | None) -> list[Any]:
+def _live_section(data: view.CudaData, devices: tuple[str, ...], at: int | None) -> list[Any]:
     if at is None:
         return [html.Small("Click the curves (or “Live at the peak”) to list the allocations alive at a time.",
                            className="text-muted")]
@@ -138,22 +89,13 @@ def _ops_section(events: pl.DataFrame, lives: pl.DataFrame, at: int | None) -> l
             _table(["op", "allocations", "bytes allocated", "live at the chosen time"], rows, "memory-cuda-ops")]
 
 
-def render(run_id: str, state: dict[str, Any]) -> dict[str, Any]:
+def render(run: Run, state: view.State) -> dict[str, Any]:
     """Every part of the view for a state (the layout and the callback both use it)."""
-    data = cuda_data(run_id, state["rank"])
-    window = parse_window(state["window"])
-    devices = _shown(data, state)
-    per_device = {d: analysis.device_events(data.events, d, window) for d in devices}
-    lives = data.lives.filter(pl.col("device").is_in(devices))
-    peaks = [p for d in devices if (p := analysis.peak(per_device[d], lives, d)) is not None]
-    top = max(peaks, key=lambda p: p.allocated) if peaks else None
-    curves = {d: analysis.curve(frame, window) for d, frame in per_device.items()}
-    fragmentation = {d: cuda_fragmentation.over_time(data.layouts[d], cuda_fragmentation.sample_times(
-        curves[d]["time_ns"])) for d in devices if d in data.layouts}
-    figure = curves_figure(curves, data.origin_ns, top, state["at"], data.relative, window, fragmentation)
-    events = pl.concat(list(per_device.values())) if per_device else data.events.clear()
-    cards = [_peak_card(p, data.origin_ns) for p in peaks]
-    frag = analysis.fragmentation(data.segments.filter(pl.col("device").is_in(devices)))
+    shown = view.cuda_view(run, state)
+    data = shown.data
+    figure = view.figures(run, state)["cuda-memory"]
+    cards = [_peak_card(p, data.origin_ns) for p in shown.peaks]
+    frag = shown.fragmentation()
     if frag.height:
         text = "; ".join(f"{r['device']}: {r['fragmentation']:.0%} ({format_bytes(r['largest_free'])} largest of "
                          f"{format_bytes(r['free'])} free)" for r in frag.iter_rows(named=True))
@@ -162,13 +104,14 @@ def render(run_id: str, state: dict[str, Any]) -> dict[str, Any]:
             html.Div(text, className="small"),
             html.Div("1 − largest free block / free bytes in the segments", className="small text-muted")])), md=4))
     links: list[Any] = []
-    if window and data.has_kernels:
-        links = [dcc.Link("this window on the timeline", href=page_href("/timeline", run_id, window=state["window"]),
+    window = state.url_state()["window"]
+    if state.window and data.has_kernels:
+        links = [dcc.Link("this window on the timeline", href=page_href("/timeline", run.id, window=window),
                           className="me-3"),
-                 dcc.Link("kernels in this window", href=page_href("/kernels", run_id, window=state["window"]))]
-    return {"figure": figure, "cards": cards, "live": _live_section(data, devices, state["at"]),
-            "ops": _ops_section(events, lives, state["at"]), "links": links,
-            "peak_at": top.time_ns if top else None}
+                 dcc.Link("kernels in this window", href=page_href("/kernels", run.id, window=window))]
+    return {"figure": figure, "cards": cards, "live": _live_section(data, shown.devices, state.at),
+            "ops": _ops_section(shown.events, shown.lives, state.at), "links": links,
+            "peak_at": shown.top.time_ns if shown.top else None}
 
 
 def _text(value: int | None) -> str:
@@ -176,31 +119,25 @@ def _text(value: int | None) -> str:
     return "" if value is None else str(value)
 
 
-def _view(view: dict[str, Any], state: dict[str, Any], parts: dict[str, Any]) -> dict[str, Any]:
-    return {**view, **state, "at": _text(state["at"]), "peak_at": _text(parts["peak_at"])}
+def _view(run: Run, state: view.State, parts: dict[str, Any]) -> dict[str, Any]:
+    """What the callback needs next time: the run, the state (the URL's text) and the peak's time."""
+    return {"run": run.id, **state.url_state(), "peak_at": _text(parts["peak_at"])}
 
 
-def _url(state: dict[str, Any], run_id: str, ranks: int) -> dict[str, Any]:
-    return {"run": run_id, "rank": state["rank"] if ranks > 1 else "", "device": state["device"],
-            "window": state["window"], "at": _text(state["at"])}
-
-
-def layout(run: Run, rank: str | None, query: dict[str, Any]) -> html.Div:
-    ranks = run_ranks(run)
-    chosen_rank = int(rank) if rank and rank.isdigit() and int(rank) in ranks else ranks[0]
-    data = cuda_data(run.id, chosen_rank)
-    state = _state(query, data, chosen_rank)
-    parts = render(run.id, state)
+def layout(run: Run, query: dict[str, Any]) -> html.Div:
+    state = view.State.from_query(query, run)
+    data = view.cuda_data(run, state.rank)
+    parts = render(run, state)
     relative = (" Allocated counts from 0 at the trace start: the trace has no allocator totals (a 2021 trace), "
                 "so memory held before the profiler started is not included." if data.relative else "")
     return html.Div([
         page_header("Memory", run, "CUDA allocator memory over time: allocated, reserved, live allocations"),
-        dcc.Store(id="memory-cuda-view", data=_view({"run": run.id, "ranks": len(ranks)}, state, parts)),
-        url_state_store("memory_cuda", _url(state, run.id, len(ranks))),
+        dcc.Store(id="memory-cuda-view", data=_view(run, state, parts)),
+        url_state_store("memory_cuda", state.url_state()),
         html.Div([
             dbc.Label("Device", className="me-2 mb-0 small text-muted"),
             dcc.Dropdown(id="memory-cuda-device", options=[{"label": "all GPUs", "value": ""}]
-                         + [{"label": d, "value": d} for d in data.devices], value=state["device"],
+                         + [{"label": d, "value": d} for d in data.devices], value=state.device or "",
                          clearable=False, style={"minWidth": "160px"}),
             dbc.Button("Live at the peak", id="memory-cuda-peak", size="sm", color="primary", outline=True,
                        className="ms-3"),
@@ -236,32 +173,30 @@ _UNCHANGED = (no_update,) * 7
     prevent_initial_call=True,
 )
 def update(relayout: Any, click: Any, _peak: Any, device: str | None, _clear: Any,
-           view: dict[str, Any]) -> tuple[Any, ...]:
-    state = {key: view[key] for key in ("rank", "device", "window")}
-    state["at"] = int(view["at"]) if view.get("at") else None
+           stored: dict[str, Any]) -> tuple[Any, ...]:
+    run = current_store().open(stored["run"])
+    before = state = view.State.from_query(stored, run)
     fired = ctx.triggered_id
-    data = cuda_data(view["run"], state["rank"])
+    data = view.cuda_data(run, state.rank)
     if fired == CURVES_ID and "relayoutData" in str(ctx.triggered[0]["prop_id"]):
         extent = x_range_from_relayout(relayout)
         if extent is None:  # the graph's own resize: nothing to redo
             return _UNCHANGED
-        state["window"] = "" if extent == "all" else format_window(
-            data.origin_ns + int(extent[0] * 1e6), data.origin_ns + int(extent[1] * 1e6))
+        state = state.replace(window=None if extent == "all" else (
+            data.origin_ns + int(extent[0] * 1e6), data.origin_ns + int(extent[1] * 1e6)))
     elif fired == CURVES_ID:
         points = (click or {}).get("points") or []
         if not points or points[0].get("customdata") is None:
             return _UNCHANGED
         custom = points[0]["customdata"]
-        state["at"] = data.origin_ns + int(custom[0] if isinstance(custom, list) else custom)
+        state = state.replace(at=data.origin_ns + int(custom[0] if isinstance(custom, list) else custom))
     elif fired == "memory-cuda-peak":
-        state["at"] = int(view["peak_at"]) if view.get("peak_at") else None
+        state = state.replace(at=int(stored["peak_at"]) if stored.get("peak_at") else None)
     elif fired == "memory-cuda-device":
-        state["device"] = device or ""
+        state = state.replace(device=device or None).resolved(run)
     elif fired == "memory-cuda-window-clear":
-        state["window"] = ""
-    parts = render(view["run"], state)
-    new_view = _view(view, state, parts)
-    figure = no_update if fired == CURVES_ID and new_view["window"] == view["window"] \
-        and new_view["at"] == view["at"] else parts["figure"]
-    return (figure, parts["cards"], parts["live"], parts["ops"], parts["links"], new_view,
-            _url(state, view["run"], view["ranks"]))
+        state = state.replace(window=None)
+    parts = render(run, state)
+    unchanged = fired == CURVES_ID and (state.window, state.at) == (before.window, before.at)
+    return (no_update if unchanged else parts["figure"], parts["cards"], parts["live"], parts["ops"],
+            parts["links"], _view(run, state, parts), state.url_state())

@@ -12,7 +12,7 @@ from dashboard.analysis.compare_cuda_memory import run_peak_deltas
 from dashboard.analysis.compare_memory import align_ops, aligned_curves, first_divergence, op_sequence, peak_comparison
 from dashboard.analysis.compare_passes import busy_comparison, pass_comparison
 from dashboard.analysis.compare_planner import buffer_changes, default_groups
-from dashboard.analysis.liveness import planner_groups
+from dashboard.analysis.planner_liveness import planner_groups
 from dashboard.compare_report import memory_rank, shared_evidence
 from dashboard.figures.compare_cuda_memory import compare_cuda_memory_figure
 from dashboard.figures.compare_memory import compare_memory_figure

@@ -128,3 +128,30 @@ def int_range(key: str) -> Param[tuple[int, int] | None]:
             return None
         return span if dash and 0 <= span[0] <= span[1] else None
     return Param(key, parse, lambda value: "" if value is None else f"{value[0]}-{value[1]}")
+
+
+def tagged_index(key: str, tags: Collection[str]) -> Param[tuple[str, int] | None]:
+    """`buffer=SMEM-3`: one of a fixed set of words (any case) and a non-negative index; None otherwise."""
+    def parse(value: str | None) -> tuple[str, int] | None:
+        tag, dash, index = (_text(value) or "").partition("-")
+        tag = tag.upper()
+        return (tag, int(index)) if dash and tag in tags and index.isdigit() else None
+    return Param(key, parse, lambda value: "" if value is None else f"{value[0]}-{value[1]}")
+
+
+def int_or_text(key: str, limit: int = 512) -> Param[int | str | None]:
+    """`op=61` (an integer) or `op=op_op_12345` (a name, bounded like `text`); None when absent."""
+    def parse(value: str | None) -> int | str | None:
+        text = _text(value)
+        if text is None:
+            return None
+        return int(text) if text.lstrip("-").isdigit() else text[:limit]
+    return Param(key, parse, lambda value: "" if value is None else str(value))
+
+
+def names(key: str, limit: int = 512) -> Param[tuple[str, ...]]:
+    """`optype=MatmulOp,LinearOp`: comma-separated words, stripped, in order, no repeats, bounded like `text`."""
+    def parse(value: str | None) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(item.strip()[:limit] for item in (_text(value) or "").split(",")[:limit]
+                                   if item.strip()))
+    return Param(key, parse, ",".join)

@@ -6,11 +6,16 @@ import polars as pl
 import pytest
 
 from dashboard.analysis import memory as analysis
-from dashboard.analysis import memory_events as events
 from dashboard.analysis import memory_view as view
-from dashboard.analysis.memory_view import ViewState
 from dashboard.collectors import registry
 from dashboard.demo import tt_memory_log
+from dashboard.views import memory_events as events
+from dashboard.views.memory import State as ViewState
+from dashboard.views.memory import checked
+
+
+def _table(data: view.MemoryData, state: ViewState, sort: tuple[tuple[str, bool], ...] = ()) -> pl.DataFrame:
+    return view.table_view(data, state.unit, state.ops, state.optypes, state.programs, sort)
 
 
 @pytest.fixture(scope="module")
@@ -27,17 +32,19 @@ def data(tables: dict[str, pl.DataFrame]) -> view.MemoryData:
 
 
 def test_ranges_and_url_state(data: view.MemoryData) -> None:
-    assert view.parse_range("120-40") == (40, 120) and view.parse_range("7") is None
-    assert view.parse_range(None) is None and view.format_range((3, 9)) == "3-9"
-    state = view.parse_state({"ops": "100-99999", "op": "12", "optype": "MatmulOp,NoSuchOp,MatmulOp",
-                              "program": "main,elsewhere", "unit": "device", "peaks": "bogus"}, data)
+    parse = ViewState.from_query
+    assert parse({"ops": "40-120"}).ops == (40, 120) and parse({"ops": "7"}).ops is None
+    assert parse({"ops": "120-40"}).ops is None  # high before low: malformed, like any other bad value
+    assert parse({}).ops is None and ViewState(ops=(3, 9)).url_state()["ops"] == "3-9"
+    state = checked(data, parse({"ops": "100-99999", "op": "12", "optype": "MatmulOp,NoSuchOp,MatmulOp",
+                                 "program": "main,elsewhere", "unit": "device", "peaks": "bogus"}))
     assert state == ViewState(ops=(100, data.last_op), op=12, optypes=("MatmulOp",), programs=("main",),
                               unit="device", peaks="all")
-    assert state.url() == {"ops": f"100-{data.last_op}", "op": 12, "optype": "MatmulOp", "program": "main",
-                           "unit": "device", "peaks": ""}  # defaults are left out of the address bar
+    assert state.to_query() == {"ops": f"100-{data.last_op}", "op": "12", "optype": "MatmulOp", "program": "main",
+                                "unit": "device"}  # defaults are left out of the address bar
     # A range entirely outside the run and an op that does not exist are dropped, not kept as broken state.
-    assert view.parse_state({"ops": "90000-90010", "op": "-3", "zoom": "5-10"}, data) == ViewState(zoom=(5, 10))
-    assert view.parse_state(ViewState(op=4, zoom=(1, 2)).store(), data) == ViewState(op=4, zoom=(1, 2))
+    assert checked(data, parse({"ops": "90000-90010", "op": "-3"}).replace(zoom=(5, 10))) == ViewState(zoom=(5, 10))
+    assert parse(state.url_state()) == state  # the URL's text reads back to the same state
 
 
 def test_prepare(data: view.MemoryData, tables: dict[str, pl.DataFrame]) -> None:
@@ -69,14 +76,14 @@ def test_op_detail_equals_the_whole_run_analysis(data: view.MemoryData, op: int)
 
 
 def test_table_filters_sort_blocks_and_csv(data: view.MemoryData) -> None:
-    whole = view.table_for(data, ViewState())
+    whole = _table(data, ViewState())
     assert whole["op_index"].to_list() == data.ops.filter(~pl.col("housekeeping"))["op_index"].to_list()
     assert not any(c.startswith("TRACE") for c in whole.columns) and "DRAM_delta" in whole.columns
     state = ViewState(ops=(100, 200), optypes=("MatmulOp", "LinearOp"))
-    table = view.table_for(data, state)
+    table = _table(data, state)
     assert table.height > 0 and table["op_index"].is_between(100, 200).all()
     assert set(table["op_type"]) == {"MatmulOp", "LinearOp"}
-    by_growth = view.table_for(data, state, view.sort_key([{"colId": "L1_delta", "sort": "desc"}]))
+    by_growth = _table(data, state, view.sort_key([{"colId": "L1_delta", "sort": "desc"}]))
     assert by_growth["L1_delta"].to_list() == sorted(table["L1_delta"].to_list(), reverse=True)
     assert view.sort_key([{"colId": "x", "sort": None}]) == ()
     block = view.table_block(by_growth, 2, 5)
@@ -85,9 +92,8 @@ def test_table_filters_sort_blocks_and_csv(data: view.MemoryData) -> None:
     csv = view.table_csv(table, per_bank=True)
     assert csv.splitlines()[0].count("_bytes_per_bank") == 2 * len(data.buffer_types)
     assert len(csv.splitlines()) == table.height + 1
-    device = view.table_for(data, ViewState(unit="device"))
+    device = _table(data, ViewState(unit="device"))
     assert (device["DRAM_allocated"] == whole["DRAM_allocated"] * 12).all()
-    assert view.describe(state, table.height).startswith(f"{table.height} ops · ops 100–200 · type MatmulOp")
 
 
 def test_growth_respects_range_and_program(data: view.MemoryData) -> None:
@@ -160,6 +166,6 @@ def test_runs_without_metadata_or_capacity(tables: dict[str, pl.DataFrame]) -> N
     bare = view.prepare(tables["op_memory"], None)
     detail = view.op_detail(bare, 120)
     assert detail.height == 3 and "output_shapes" not in detail.columns
-    assert "input_shapes" not in view.table_for(bare, ViewState()).columns
+    assert "input_shapes" not in _table(bare, ViewState()).columns
     empty = view.prepare(tables["op_memory"].with_columns(pl.lit(0, pl.Int64).alias("total_per_bank")), None)
     assert empty.buffer_types == () and empty.ops.height == 0

@@ -74,7 +74,7 @@ def test_downsampling_bounds_the_points(op_memory: pl.DataFrame) -> None:
     assert max(allocated.y) == pytest.approx(600.009, abs=0.01)  # the peak survives
 
 
-def test_growth_bars_and_fragmentation_figure(op_memory: pl.DataFrame) -> None:
+def test_growth_bars_and_fragmentation_panel(op_memory: pl.DataFrame) -> None:
     top = analysis.top_growth(op_memory, n=3)
     figure = figures.top_growth_figure(top, selected_op=int(top["op_index"][0]))
     bars = [t for t in figure.data if isinstance(t, go.Bar)]
@@ -84,9 +84,10 @@ def test_growth_bars_and_fragmentation_figure(op_memory: pl.DataFrame) -> None:
     assert max(dram.x) == pytest.approx(top.filter(pl.col("buffer_type") == "DRAM")["delta_per_bank"].max()
                                         / 1024**2)
     assert 2 in list(dram.marker.line.width)  # the selected op is outlined
-    frag = figures.fragmentation_figure(op_memory, selected_op=10)
-    assert {t.name for t in frag.data} == {"DRAM fragmentation", "L1 fragmentation", "L1_SMALL fragmentation"}
-    assert all(0 <= y <= 100 for t in frag.data for y in t.y)
+    # Fragmentation is a panel of the curves figure (the page's), in percent.
+    frag = [t for t in figures.memory_curves_figure(op_memory).data if (t.name or "").endswith("fragmentation")]
+    assert {t.name for t in frag} == {"DRAM fragmentation", "L1 fragmentation", "L1_SMALL fragmentation"}
+    assert all(0 <= y <= 100 for t in frag for y in t.y)
 
 
 def test_empty_inputs_give_a_message(op_memory: pl.DataFrame) -> None:

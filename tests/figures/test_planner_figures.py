@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import polars as pl
 import pytest
 
-from dashboard.analysis.liveness import SMEM_CAPACITY_BYTES, over_capacity
+from dashboard.analysis.planner_liveness import SMEM_CAPACITY_BYTES, over_capacity
 from dashboard.collectors import registry
 from dashboard.demo import ws_dumps
 from dashboard.figures import planner

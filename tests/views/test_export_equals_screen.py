@@ -119,20 +119,87 @@ def compare_cases(store: RunStore) -> Cases:
     return cases
 
 
-# page -> the (run, URL state) cases to draw both ways
+def _planner_states(run: Run) -> list[dict[str, str]]:
+    from dashboard.views import planner
+
+    data = planner.planner_data(run)
+    groups = [choice.group for choice in data.choices if choice.kind == "planner"]
+    second = groups[-1]
+    smem = data.buffers.filter(data.buffers["group"] == groups[0]).row(0, named=True)
+    op = int(data.ops.filter(data.ops["group"] == groups[0]).drop_nulls("op_id")["op_id"][0])
+    return [
+        {},
+        {"group": second},
+        {"buffer": f"SMEM-{smem['buffer_index']}"},
+        {"op": str(op)},  # marked on both timelines and both live-memory charts
+        {"buffer": f"smem-{smem['buffer_index']}", "op": str(op), "partition": "1"},
+        {"group": "no such group", "buffer": "SMEM-99999", "op": "x y", "partition": "-3"},  # all dropped
+        {"group": second, "buffer": "TMEM-0", "op": "op_op_nowhere"},
+    ]
+
+
+def _memory_states(run: Run) -> list[dict[str, str]]:
+    from dashboard.views import memory
+
+    data = memory.memory_data(run, None)
+    first, last = data.first_op, data.last_op
+    middle = (first + last) // 2
+    return [
+        {},
+        {"rank": "987"},  # a rank the run does not have: its first rank, on both paths (the export once took 0)
+        {"rank": str(data.rank), "unit": "device", "peaks": "profiler"},
+        {"optype": data.op_types[0][0], "program": data.programs[-1][0]},  # the export once ignored both
+        {"ops": f"{first + 10}-{middle}", "op": str(middle - 5), "optype": data.op_types[-1][0]},
+        {"ops": f"{middle}-{last + 1000}", "program": data.programs[0][0], "peaks": "profiler"},
+        {"ops": "9-x", "op": "abc", "optype": "NoSuchOp,", "program": ",,", "unit": "kg", "peaks": "?"},
+    ]
+
+
+def _memory_cuda_states(run: Run) -> list[dict[str, str]]:
+    from dashboard.views import memory_cuda
+
+    data = memory_cuda.cuda_data(run, None)
+    start, end = int(data.events["time_ns"].min()), int(data.events["time_ns"].max())  # type: ignore[arg-type]
+    quarter = (end - start) // 4
+    return [
+        {},
+        {"rank": "987"},
+        {"rank": str(memory_cuda.run_ranks(run)[-1])},
+        {"device": data.devices[0]},
+        {"window": f"{start + quarter}-{end - quarter}"},
+        {"at": str(start + quarter), "window": f"{start}-{start + 2 * quarter}"},
+        {"device": "nope", "window": "later", "at": "noon"},
+    ]
+
+
+def _on(evidence: str, states: Any) -> Any:
+    """Cases of one run with the evidence, for per-run state lists."""
+    def cases(store: RunStore) -> Cases:
+        run = _run_with(store, evidence)
+        return [(run, state) for state in states(run)]
+    return cases
+
+
+# entry -> the (run, URL state) cases to draw both ways; "page (variant)": the page for another kind of run
 CASES = {
     "kernels": kernels_cases,
     "insights": insights_cases,
     "compare": compare_cases,
+    "planner": _on("planner", _planner_states),
+    "memory": _on("memory", _memory_states),
+    "memory (CUDA)": _on("cuda_memory", _memory_cuda_states),
 }
+# The view module of a variant, where it is not the page's own.
+VIEW_MODULES = {"memory (CUDA)": "memory_cuda"}
 
 
-@pytest.mark.parametrize("page", sorted(CASES))
-def test_the_export_draws_what_the_page_draws(demo: tuple[RunStore, Any], page: str) -> None:
+@pytest.mark.parametrize("entry", sorted(CASES))
+def test_the_export_draws_what_the_page_draws(demo: tuple[RunStore, Any], entry: str) -> None:
     store, client = demo
-    charts = importlib.import_module(f"dashboard.views.{page}").CHARTS
+    page = entry.split(" ")[0]
+    charts = importlib.import_module(f"dashboard.views.{VIEW_MODULES.get(entry, page)}").CHARTS
     drawn = 0
-    for run, state in CASES[page](store):
+    for run, state in CASES[entry](store):
         query = {"run": run.id, **state}
         exported = page_figures(page, run, query)
         shown = screen_figures(client, page, query)
@@ -145,4 +212,5 @@ def test_the_export_draws_what_the_page_draws(demo: tuple[RunStore, Any], page: 
 
 
 def test_every_page_with_charts_has_a_view_module_under_this_test() -> None:
-    assert set(CASES) == set(PAGES), f"pages whose export is not compared with the screen: {set(PAGES) - set(CASES)}"
+    pages = {entry.split(" ")[0] for entry in CASES}
+    assert pages == set(PAGES), f"pages whose export is not compared with the screen: {set(PAGES) - pages}"

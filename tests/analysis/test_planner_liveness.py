@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from dashboard import schema
-from dashboard.analysis import liveness as lv
+from dashboard.analysis import planner_liveness as lv
 
 G = "k#1"
 

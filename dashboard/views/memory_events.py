@@ -1,6 +1,6 @@
 """Page events of `/memory` (plotly selections, zooms, clicks; control changes) as new view states.
 
-Pure: a callback hands over what fired, gets a `ViewState` (or None: nothing to do).
+Pure and Dash-free: a callback hands over what fired, gets a `views.memory.State` (or None: nothing to do).
 """
 
 from __future__ import annotations
@@ -18,14 +18,19 @@ from dashboard.analysis.memory_view import (
     PEAK_VIEWS,
     UNITS,
     MemoryData,
-    ViewState,
     clamp_range,
     existing_op,
     op_summary,
-    parse_int,
-    parse_list,
 )
 from dashboard.analysis.selection import x_range_from_relayout
+from dashboard.views.memory import State
+from dashboard.views.params import parse_int
+
+
+def parse_list(value: Any) -> tuple[str, ...]:
+    """A multi-select's value (a list; or comma-separated text) as names in order, no repeats."""
+    items = value if isinstance(value, list | tuple) else str(value or "").split(",")
+    return tuple(dict.fromkeys(str(item).strip() for item in items if str(item).strip()))
 
 
 def _as_ops(low: float, high: float) -> tuple[int, int]:
@@ -68,7 +73,7 @@ def op_from_click(click: Mapping[str, Any] | None) -> int | None:
     return number
 
 
-def after_event(data: MemoryData, state: ViewState, kind: str, payload: Any) -> ViewState | None:
+def after_event(data: MemoryData, state: State, kind: str, payload: Any) -> State | None:
     """The state after one page event; None when the event asks for nothing.
 
     kinds: select (box selection), relayout (x-zoom or reset), click (a curve point),

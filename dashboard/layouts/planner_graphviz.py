@@ -1,12 +1,12 @@
-"""`/planner` for a plain DOT graph: Graphviz's own drawing, zoomable, with clickable nodes.
+"""`/planner` for a plain DOT graph (its Dash pieces): Graphviz's own drawing, zoomable, with clickable nodes.
 
 The drawing is the run's source DOT laid out by `dot -Tsvg` (figures.graphviz_svg), served as a
 sanitised SVG by `/runs/<id>/graph.svg` and shown in a same-origin frame; `assets/dot-view.js`
 adds wheel zoom, drag to pan and the zoom buttons, and reports a clicked node, cluster or edge
-into `planner-dot-picked`, whose rows (name, label, attributes) the callback here lists.
+into `planner-dot-picked`, whose rows (name, label, attributes) `details` lists (pages.planner's callback).
 
 Without Graphviz, or when it cannot draw the graph, the page says why in one line and shows the
-graph's nodes and edges with the built-in layout instead (planner_parts.dot_body's cytoscape view).
+graph's nodes and edges with the built-in layout instead (layouts.planner.builtin_dot_body).
 """
 
 from __future__ import annotations
@@ -15,31 +15,16 @@ import json
 from typing import Any
 
 import dash_bootstrap_components as dbc
-from dash import Input, Output, State, callback, dcc, html
-from dash.exceptions import PreventUpdate
+from dash import dcc, html
 
-from dashboard.analysis.dot_sources import DotSourceMissing, element_details, plain_graph_source
 from dashboard.exports.routes import graph_svg_href
-from dashboard.figures.graphviz_svg import DrawResult, draw
-from dashboard.layouts.context import current_store
+from dashboard.figures.graphviz_svg import DrawResult
 
 FRAME_ID = "planner-dot-svg"
 PICKED_ID = "planner-dot-picked"  # {kind, name, t}: set by assets/dot-view.js on a click in the drawing
 DETAILS_ID = "planner-dot-details"
 FRAME_HEIGHT = 760  # the most; a small drawing gets a frame its own height (at 100 %), at least MIN
 FRAME_MIN_HEIGHT = 240
-
-
-def graphviz_drawing(run_id: str, group: str) -> DrawResult:
-    """Graphviz's drawing of a plain graph of the run (cached by `draw`), or why there is none."""
-    try:
-        source = plain_graph_source(current_store().open(run_id), group)
-    except DotSourceMissing as exc:
-        return DrawResult(None, str(exc))
-    result = draw(source.text, source.index)
-    if result.problem and not result.missing:
-        return DrawResult(None, f"{source.path.name}: {result.problem}")
-    return result
 
 
 def _zoom_button(label: str, action: str, title: str) -> html.Button:
@@ -88,7 +73,7 @@ def missing_notice(problem: str) -> dbc.Alert:
                      color="warning", id="planner-dot-graphviz-missing", className="mb-2")
 
 
-def _details(rows: list[dict[str, Any]], kind: str, name: str) -> list[Any]:
+def details(rows: list[dict[str, Any]], kind: str, name: str) -> list[Any]:
     if not rows:
         return [html.Div([html.B(name), html.Span(f" ({kind})", className="text-muted")]),
                 html.Div("no attributes recorded for it", className="text-muted")]
@@ -105,18 +90,3 @@ def _details(rows: list[dict[str, Any]], kind: str, name: str) -> list[Any]:
                     className="mb-2 dot-attributes"),
         ]))
     return parts
-
-
-@callback(
-    Output(DETAILS_ID, "children"),
-    Input(PICKED_ID, "data"),
-    State("planner-dot-group", "data"),
-    prevent_initial_call=True,
-)
-def show_picked(picked: dict | None, where: dict | None) -> list[Any]:
-    if not picked or not where or not isinstance(picked.get("name"), str):
-        raise PreventUpdate
-    run = current_store().open(where["run"])
-    kind = picked.get("kind") if picked.get("kind") in ("node", "cluster", "edge") else "node"
-    rows = element_details(run.frame("dot_nodes"), run.frame("dot_edges"), where["group"], kind, picked["name"])
-    return _details(rows, kind, picked["name"])
