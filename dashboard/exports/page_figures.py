@@ -46,7 +46,7 @@ def kernels_figures(run: Run, query: Query) -> dict[str, go.Figure]:
 
 def layers_figures(run: Run, query: Query) -> dict[str, go.Figure]:
     from dashboard.analysis import run_views
-    from dashboard.analysis.peaks import DTYPE_LABELS, DTYPES, device_name, peak_flops
+    from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES, device_name, peak_flops
     from dashboard.figures.layers import layer_box_figure
 
     view = run_views.layer_view(run, _rank(query), parse_window(query.get("window")))

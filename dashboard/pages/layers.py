@@ -15,7 +15,7 @@ from dash import ALL, Input, Output, Patch, State, callback, clientside_callback
 from dashboard.analysis import run_views
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.layers import PASSES
-from dashboard.analysis.peaks import DTYPE_LABELS, DTYPES, device_name, peak_flops
+from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES, device_name, peak_flops
 from dashboard.analysis.selection import format_window, parse_window
 from dashboard.analysis.units import format_flops_rate
 from dashboard.figures.kernels import TOTAL_ONE_RANK, top_kernels_figure, total_rank_sum
