@@ -45,20 +45,9 @@ def kernels_figures(run: Run, query: Query) -> dict[str, go.Figure]:
 
 
 def layers_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.analysis import run_views
-    from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES, device_name, peak_flops
-    from dashboard.figures.layers import layer_box_figure
+    from dashboard.views import layers
 
-    view = run_views.layer_view(run, _rank(query), parse_window(query.get("window")))
-    selected = _layer(query)
-    dtype = query.get("dtype") if query.get("dtype") in DTYPES else "bf16"
-    device = device_name(run.info.metadata)
-    peak = peak_flops(device, dtype)
-    return {
-        "layer-runtime": layer_box_figure(view.stats, "time", view.time_outliers, selected),
-        "layer-throughput": layer_box_figure(view.stats, "rate", view.rate_outliers, selected, peak,
-                                             f"{DTYPE_LABELS[dtype]} dense ({device})" if peak else ""),
-    }
+    return layers.figures(run, layers.State.from_query(query, run))
 
 
 def timeline_figures(run: Run, query: Query) -> dict[str, go.Figure]:

@@ -81,9 +81,27 @@ def _kernel_states(run: Run) -> list[dict[str, str]]:
     ]
 
 
+def _layer_states(run: Run) -> list[dict[str, str]]:
+    from dashboard.analysis import run_views
+
+    stats = run_views.layer_view(run, None, None).stats
+    layer, pass_ = stats.row(0, named=True)["layer"], stats.row(-1, named=True)["pass"]
+    start = int(run.scan("kernels").select("start_ns").min().collect().item())
+    end = int(run.scan("kernels").select("end_ns").max().collect().item())
+    ranks = run_views.kernel_ranks(run)
+    return [
+        {},
+        {"rank": str(ranks[-1]), "dtype": "fp8", "window": f"{start}-{(start + end) // 2}"},
+        {"layer": layer},  # a selected box: its kernels are drawn too
+        {"layer": layer, "pass": pass_, "rank": "987"},  # a rank the run does not have: all ranks
+        {"layer": "no.such.layer", "pass": "sideways", "dtype": "fp64", "window": "9-3"},  # malformed values
+    ]
+
+
 # page -> (evidence its run needs, the URL states to try)
 STATES = {
     "kernels": ("kernels", _kernel_states),
+    "layers": ("layers", _layer_states),
 }
 
 
