@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 import plotly.graph_objects as go
 
-from dashboard.analysis.selection import parse_keys, parse_window
+from dashboard.analysis.selection import parse_keys
 from dashboard.store import Run
 
 Query = Mapping[str, str]
@@ -51,14 +51,9 @@ def layers_figures(run: Run, query: Query) -> dict[str, go.Figure]:
 
 
 def timeline_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.analysis.timeline import prepare_timeline, timeline_view
-    from dashboard.figures.timeline import timeline_figure
+    from dashboard.views import timeline
 
-    data = prepare_timeline(run.frame("kernels"), run.frame("memcpy"), run.frame("ranges"), run.frame("stack"))
-    view = timeline_view(data, parse_window(query.get("window")), _rank(query), parse_keys(query.get("sel")))
-    figure = timeline_figure(view, title=f"Timeline · {run.id}")
-    figure.update_layout(width=1800)
-    return {"timeline": figure}
+    return timeline.figures(run, timeline.State.from_query(query, run))
 
 
 def memory_figures(run: Run, query: Query) -> dict[str, go.Figure]:
@@ -166,6 +161,9 @@ PAGES: dict[str, PageFigures] = {
     "compare": compare_figures,
     "compiler": compiler_figures,
 }
+# Export-only sizing (px), applied to the view's figures: on screen the chart fills its card, on paper a
+# timeline's lanes need the width.
+EXPORT_WIDTHS = {"timeline": 1800}
 # Which evidence a page needs before it has charts to export.
 PAGE_EVIDENCE = {"insights": "kernels", "kernels": "kernels", "layers": "layers", "timeline": "kernels",
                  "memory": "memory", "planner": "planner", "compare": "kernels", "compiler": "compiler"}
@@ -177,9 +175,13 @@ def pages_for(run: Run) -> list[str]:
 
 
 def page_figures(page: str, run: Run, query: Query | None = None) -> dict[str, go.Figure]:
-    """The charts of one page for a run and view state (the page's URL query)."""
+    """The charts of one page for a run and view state (the page's URL query), sized for export."""
     try:
         builder = PAGES[page]
     except KeyError:
         raise KeyError(f"unknown page {page!r}; pages with charts: {', '.join(PAGES)}") from None
-    return builder(run, query or {})
+    figures = builder(run, query or {})
+    if page in EXPORT_WIDTHS:
+        for figure in figures.values():
+            figure.update_layout(width=EXPORT_WIDTHS[page])
+    return figures

@@ -128,3 +128,15 @@ def int_range(key: str) -> Param[tuple[int, int] | None]:
             return None
         return span if dash and 0 <= span[0] <= span[1] else None
     return Param(key, parse, lambda value: "" if value is None else f"{value[0]}-{value[1]}")
+
+
+def rank_or_all(key: str = "rank") -> Param[int | str | None]:
+    """`rank=3` or `rank=all`, told apart from no rank at all (None), for a page whose default rank depends
+    on the run (/timeline: `initial_rank`). Malformed is ALL_RANKS, as `parse_rank` reads it."""
+    def parse(value: str | None) -> int | str | None:
+        text = _text(value)
+        if text is None:
+            return None
+        number = parse_int(text, low=0)
+        return ALL_RANKS if number is None else number
+    return Param(key, parse, lambda value: "" if value is None else str(value))

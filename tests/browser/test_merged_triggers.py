@@ -104,7 +104,7 @@ def test_timeline_takes_a_rank_merged_with_or_overtaken_by_a_relayout_event(app:
             "timeline-graph.relayoutData": relayout, "timeline-rank.value": "0", "timeline-state.data": state,
         }, changed)
         assert status == 200, (relayout, changed)
-        assert _url_state(body, "timeline")["rank"] == 0
+        assert _url_state(body, "timeline")["rank"] == "0"  # URL state is the URL's text
         assert _lanes(body) and not any(label.startswith("r1 ") for label in _lanes(body))
         if relayout.get("dragmode"):
             assert body["response"]["timeline-state"]["data"]["dragmode"] == "pan"
