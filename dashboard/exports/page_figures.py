@@ -111,30 +111,9 @@ def compare_figures(run: Run, query: Query) -> dict[str, go.Figure]:
 
 
 def compiler_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    import zlib
+    from dashboard.views import compiler
 
-    import polars as pl
-
-    from dashboard.analysis import compiler as view
-    from dashboard.analysis.compiler_memory import memory_plan, module_totals
-    from dashboard.figures.compiler import memory_plan_figure, pass_chart
-
-    steps, kernels = run.frame("ir_steps"), run.frame("ir_kernels")
-    chosen = view.choose_compile(kernels, query.get("compile"))
-    if chosen is None:
-        return {}
-    mine = view.compile_steps(steps, chosen)
-    step = view.choose_step(mine, query.get("step"))
-    label = view.compile_label(kernels.filter(pl.col("compile") == chosen).row(0, named=True))
-    figures = {"compiler-passes": pass_chart(mine, step, None, f"Passes of {label}")}
-    ttgir = mine.filter((pl.col("stage") == "ttgir") & pl.col("text_id").is_not_null() & (pl.col("kind") != "internal"))
-    if not ttgir.is_empty():
-        text_id = ttgir["text_id"][-1]
-        body = run.scan("ir_text").filter(pl.col("text_id") == text_id).select("zlib").collect()["zlib"][0]
-        text = zlib.decompress(body).decode("utf-8", "replace")
-        figures["compiler-memory-plan"] = memory_plan_figure(memory_plan(text), module_totals(text),
-                                                             "Shared / tensor memory plan of the final TTGIR")
-    return figures
+    return compiler.figures(run, compiler.State.from_query(query, run))
 
 
 def insights_figures(run: Run, query: Query) -> dict[str, go.Figure]:

@@ -121,11 +121,25 @@ def _timeline_states(run: Run) -> list[dict[str, str]]:
     ]
 
 
+def _compiler_states(run: Run) -> list[dict[str, str]]:
+    from dashboard.views.compiler_data import compiler_data
+
+    compiles = compiler_data(run).kernels.get_column("compile").sort().to_list()
+    return [
+        {},  # the compile with the most steps, its first step
+        {"compile": str(compiles[0]), "step": "5", "cmp": "2", "view": "side", "pyline": "3"},
+        {"compile": str(compiles[-1]), "step": "7", "cmp": f"{compiles[0]}:4"},  # framed only within one compile
+        {"compile": "987", "step": "100000", "cmp": "99:99"},  # a compile and steps the run lacks
+        {"compile": "x", "step": "-4", "cmp": "a:b", "view": "nonsense", "pyline": "z"},  # malformed values
+    ]
+
+
 # page -> (evidence its run needs, the URL states to try)
 STATES = {
     "kernels": ("kernels", _kernel_states),
     "layers": ("layers", _layer_states),
     "timeline": ("kernels", _timeline_states),
+    "compiler": ("compiler", _compiler_states),
 }
 
 
