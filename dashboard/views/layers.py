@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 import plotly.graph_objects as go
-import polars as pl
 
 from dashboard.analysis import run_views
 from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES, device_name, peak_flops
@@ -150,7 +149,3 @@ def no_flops(figure: go.Figure) -> bool:
     meta = figure.layout.meta
     return isinstance(meta, dict) and bool(meta.get("no_flops"))
 
-
-def tables(run: Run, state: State) -> dict[str, pl.DataFrame]:
-    """The grid the page lists (the selected layer's kernels), as a frame."""
-    return {"layer-kernels": pl.DataFrame(detail(run, state).rows)}
