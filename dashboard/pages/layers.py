@@ -1,7 +1,7 @@
 """`/layers`: Per-layer runtime and throughput, forward and backward.
 
-URL state: run, rank, window (from the timeline brush), layer + pass (the
-selected box, whose kernels are listed), dtype (which peak to compare with).
+URL state (views/layers.py): run, rank, window (from the timeline brush), layer +
+pass (the selected box, whose kernels are listed), dtype (which peak to compare with).
 """
 
 from __future__ import annotations
