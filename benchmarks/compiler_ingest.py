@@ -65,20 +65,22 @@ def percentile(values: list[float], q: float) -> float:
 
 def time_render(data_dir: Path, seed: Path) -> None:
     from dashboard.layouts import context
-    from dashboard.pages import compiler_callbacks as page
-    from dashboard.pages.compiler_parts import compiler_data
+    from dashboard.layouts.compiler_panels import panels
     from dashboard.settings import Settings
+    from dashboard.views import compiler as compiler_view
+    from dashboard.views.compiler_data import compiler_data
 
     store = context.configure(Settings(data_dir=data_dir, seed_demo=False))
     run_id = store.ingest([seed, seed.with_name(triton_compile.KERNELS)], name="bench-compiler")
-    data = compiler_data(run_id)
+    run = store.open(run_id)
+    data = compiler_data(run)
     for label in ("cold", "warm"):
         times: list[float] = []
         for compile_index in data.kernels["compile"].to_list():
             for step in range(int(data.kernels.filter(data.kernels["compile"] == compile_index)["steps"][0])):
-                state = {"compile": compile_index, "step": step, "cmp": "", "view": "unified", "pyline": 18}
+                state = compiler_view.State(compile=compile_index, step=step, pyline=18)
                 started = time.perf_counter()
-                page.render(run_id, state)
+                panels(run, state)
                 times.append((time.perf_counter() - started) * 1000)
         print(f"step change ({label}, {len(times)} steps of {data.kernels.height} compiles): "
               f"p50 {statistics.median(times):.1f} ms, p95 {percentile(times, 0.95):.1f} ms, "

@@ -79,7 +79,7 @@ def server_work(run: Run, reps: int) -> list[tuple[str, float, float, int]]:
     from dashboard.analysis import run_views
     from dashboard.figures.kernels import keys_from_event
     from dashboard.pages import kernels as kernels_page
-    from dashboard.pages import layers as layers_page
+    from dashboard.views import layers as layers_view
 
     rows: list[tuple[str, float, float, int]] = []
     kernel_out = ("bar", "scatter", "rows", "columns")
@@ -140,29 +140,36 @@ def server_work(run: Run, reps: int) -> list[tuple[str, float, float, int]]:
         p50, p95, view = timed(function, reps)
         rows.append((label, p50, p95, payload(view, kernel_out)))
 
+    def render_layers(run: Run, rank: int | None, window: tuple[int, int] | None, selected: tuple[str, str] | None,
+                      dtype: str) -> dict:
+        """What the /layers callback sends for a new view: both box charts and the selected layer's kernels."""
+        state = layers_view.State(rank=rank, window=window, dtype=dtype).select(selected)
+        boxes, detail = layers_view.box_figures(run, state), layers_view.detail(run, state)
+        return {"runtime": boxes["layer-runtime"], "throughput": boxes["layer-throughput"],
+                "detail_bar": detail.figure or {}, "detail_rows": detail.rows}
+
     def cold_layers(_: int) -> dict:
         run_views.clear_caches()
-        return layers_page.render(Run(run.info), None, None, None, "bf16")
+        return render_layers(Run(run.info), None, None, None, "bf16")
 
     p50, p95, view = timed(cold_layers, 3)
     rows.append(("layers: first load (cold, incl. parquet read)", p50, p95, payload(view, layer_out)))
-    layers_page.render(run, None, None, None, "bf16")
+    render_layers(run, None, None, None, "bf16")
     layer_names = run_views.layer_view(run, None, None).stats.get_column("layer").unique().to_list()
     combos = [(layer, p) for layer in layer_names for p in ("forward", "backward")]
 
     def layer_click(i: int) -> dict:  # a layer not clicked before: its kernels are summarised afresh
-        from dashboard.figures.layers import highlight_shapes, layer_order
-
         run_views.layer_kernel_view.cache_clear()
-        selected = combos[i % len(combos)]
-        shapes = highlight_shapes(layer_order(run_views.layer_view(run, None, None).stats), selected)
-        return {"shapes": shapes, **layers_page.render_detail(run, None, None, selected)}
+        state = layers_view.State().select(combos[i % len(combos)])
+        detail = layers_view.detail(run, state)
+        return {"shapes": layers_view.highlight(run, state), "detail_bar": detail.figure or {},
+                "detail_rows": detail.rows}
 
     def dtype_change(i: int) -> dict:
-        return layers_page.render(run, None, None, combos[0], ("bf16", "fp8", "tf32")[i % 3])
+        return render_layers(run, None, None, combos[0], ("bf16", "fp8", "tf32")[i % 3])
 
     def window_layers(i: int) -> dict:
-        return layers_page.render(run, None, window(i), combos[0], "bf16")
+        return render_layers(run, None, window(i), combos[0], "bf16")
 
     p50, p95, view = timed(layer_click, reps)
     rows.append(("layers: click a box (cold layer kernels)", p50, p95,

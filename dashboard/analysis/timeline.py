@@ -224,22 +224,18 @@ def exact_limit(counts: list[int], buckets: int, budget: int = EXACT_BUDGET) -> 
     return limit
 
 
-def lane_cells(index: IntervalIndex, edges: np.ndarray, lane: int,
-               selected: list[IntervalIndex] | None = None) -> pl.DataFrame:
-    """Per non-empty bucket of one lane: busy fraction, events starting, dominant code.
+def lane_cell_arrays(index: IntervalIndex, edges: np.ndarray, lane: int,
+                     selected: list[IntervalIndex]) -> dict[str, np.ndarray]:
+    """Per non-empty bucket of one lane: busy fraction, events starting, dominant code (column -> array).
 
     Busy fractions and event counts are exact. The dominant code (the name
     holding most time in a bucket) is exact while the window holds at most
     DENSE_EVENTS_PER_BUCKET events per bucket, else it is estimated from
     SAMPLES_PER_BUCKET instants per bucket (see IntervalIndex).
     `selected` holds one index per selected kernel present on the lane; their
-    busy fraction and dominant code per bucket are exact.
+    busy fraction and dominant code per bucket are exact. Arrays, not a frame:
+    `timeline_view` joins every lane's arrays into one frame (`_named_cells`).
     """
-    return pl.DataFrame(_lane_cell_arrays(index, edges, lane, selected or []))
-
-
-def _lane_cell_arrays(index: IntervalIndex, edges: np.ndarray, lane: int,
-                      selected: list[IntervalIndex]) -> dict[str, np.ndarray]:
     width = np.diff(edges).astype(np.float64)
     n_buckets, n_codes = len(width), len(index.code_table)
     busy = index.busy_ns(edges) / width
@@ -340,7 +336,7 @@ def timeline_view(data: TimelineData, window: tuple[int, int] | None = None, ran
         elif counts.get(("lane", lane), 0) > 0:
             summarised.append((lane, _kernel_indexes(data, lane, chosen_codes)))
     # Lanes are independent and their binary searches release the GIL: summarise them side by side.
-    raw_cells = list(_LANE_POOL.map(lambda job: _lane_cell_arrays(data.indexes[job[0]], edges, *job), summarised))
+    raw_cells = list(_LANE_POOL.map(lambda job: lane_cell_arrays(data.indexes[job[0]], edges, *job), summarised))
     rows = np.concatenate(exact_rows) if exact_rows else np.zeros(0, dtype=np.int64)
     taken = data.events[pl.Series(rows, dtype=pl.Int64)]
     code = taken.get_column("code")

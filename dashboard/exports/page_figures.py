@@ -1,141 +1,45 @@
 """Every chart of a page for one run and view state, without Dash, for PNG export.
 
-The CLI `export` command and the pages' "Export page as PNG" both use this,
-so a zip of a page holds what the page shows for the same URL state (run,
-rank, window, selection, group, layer, ...). Each builder calls the same
-analysis and figure functions as its page.
+The CLI `export` command and the pages' "charts (zip)" both use this. Each page's
+charts come from its view module, `views.<page>.figures(run, State.from_query(query, run))`:
+the functions and the state parsing the page itself uses, so a zip holds what the
+page shows for the same URL (tests/views/test_export_equals_screen.py checks it).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import plotly.graph_objects as go
 
-from dashboard.analysis.selection import parse_keys, parse_window
 from dashboard.store import Run
 
 Query = Mapping[str, str]
 PageFigures = Callable[[Run, Query], dict[str, go.Figure]]
 
 
-def _rank(query: Query) -> int | None:
-    value = query.get("rank")
-    try:
-        return int(value) if value not in (None, "", "all") else None
-    except ValueError:
-        return None
+def _view_module(run: Run, page: str) -> Any:
+    if page == "memory":  # as the page: CUDA allocator memory and no Tenstorrent memory, else Tenstorrent's
+        cuda = importlib.import_module("dashboard.views.memory_cuda")
+        return cuda if cuda.shows(run) else importlib.import_module("dashboard.views.memory")
+    return importlib.import_module(f"dashboard.views.{page}")
 
 
-def _int(query: Query, key: str, default: int) -> int:
-    try:
-        return int(query.get(key) or default)
-    except ValueError:
-        return default
-
-
-def _layer(query: Query) -> tuple[str, str] | None:
-    return (query["layer"], query.get("pass") or "forward") if query.get("layer") else None
-
-
-def kernels_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.views import kernels
-
-    return kernels.figures(run, kernels.State.from_query(query, run))
-
-
-def layers_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.analysis import run_views
-    from dashboard.analysis.peaks import DTYPE_LABELS, DTYPES, device_name, peak_flops
-    from dashboard.figures.layers import layer_box_figure
-
-    view = run_views.layer_view(run, _rank(query), parse_window(query.get("window")))
-    selected = _layer(query)
-    dtype = query.get("dtype") if query.get("dtype") in DTYPES else "bf16"
-    device = device_name(run.info.metadata)
-    peak = peak_flops(device, dtype)
-    return {
-        "layer-runtime": layer_box_figure(view.stats, "time", view.time_outliers, selected),
-        "layer-throughput": layer_box_figure(view.stats, "rate", view.rate_outliers, selected, peak,
-                                             f"{DTYPE_LABELS[dtype]} dense ({device})" if peak else ""),
-    }
-
-
-def timeline_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.analysis.timeline import prepare_timeline, timeline_view
-    from dashboard.figures.timeline import timeline_figure
-
-    data = prepare_timeline(run.frame("kernels"), run.frame("memcpy"), run.frame("ranges"), run.frame("stack"))
-    view = timeline_view(data, parse_window(query.get("window")), _rank(query), parse_keys(query.get("sel")))
-    figure = timeline_figure(view, title=f"Timeline · {run.id}")
-    figure.update_layout(width=1800)
-    return {"timeline": figure}
-
-
-def memory_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.views import memory, memory_cuda
-
-    if memory_cuda.shows(run):  # as the page: CUDA allocator memory and no Tenstorrent memory
-        return memory_cuda.figures(run, memory_cuda.State.from_query(query, run))
-    return memory.figures(run, memory.State.from_query(query, run))
-
-
-def planner_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.views import planner
-
-    return planner.figures(run, planner.State.from_query(query, run))
-
-
-def compare_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.views import compare
-
-    figures = compare.figures(run, compare.State.from_query(query, run))
-    return {name: figure for name, figure in figures.items() if figure.data}  # e.g. no kernel on both sides
-
-
-def compiler_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    import zlib
-
-    import polars as pl
-
-    from dashboard.analysis import compiler as view
-    from dashboard.analysis.compiler_memory import memory_plan, module_totals
-    from dashboard.figures.compiler import memory_plan_figure, pass_chart
-
-    steps, kernels = run.frame("ir_steps"), run.frame("ir_kernels")
-    chosen = view.choose_compile(kernels, query.get("compile"))
-    if chosen is None:
-        return {}
-    mine = view.compile_steps(steps, chosen)
-    step = view.choose_step(mine, query.get("step"))
-    label = view.compile_label(kernels.filter(pl.col("compile") == chosen).row(0, named=True))
-    figures = {"compiler-passes": pass_chart(mine, step, None, f"Passes of {label}")}
-    ttgir = mine.filter((pl.col("stage") == "ttgir") & pl.col("text_id").is_not_null() & (pl.col("kind") != "internal"))
-    if not ttgir.is_empty():
-        text_id = ttgir["text_id"][-1]
-        body = run.scan("ir_text").filter(pl.col("text_id") == text_id).select("zlib").collect()["zlib"][0]
-        text = zlib.decompress(body).decode("utf-8", "replace")
-        figures["compiler-memory-plan"] = memory_plan_figure(memory_plan(text), module_totals(text),
-                                                             "Shared / tensor memory plan of the final TTGIR")
+def _drawn(page: str) -> PageFigures:
+    def figures(run: Run, query: Query) -> dict[str, go.Figure]:
+        view = _view_module(run, page)  # imported when asked for: the CLI's other commands need no plotly
+        drawn = view.figures(run, view.State.from_query(query, run))
+        return {name: figure for name, figure in drawn.items() if figure.data}  # e.g. no kernel on both sides
     return figures
 
 
-def insights_figures(run: Run, query: Query) -> dict[str, go.Figure]:
-    from dashboard.views import insights
-
-    return insights.figures(run, insights.State.from_query(query, run))
-
-
-PAGES: dict[str, PageFigures] = {
-    "insights": insights_figures,
-    "kernels": kernels_figures,
-    "layers": layers_figures,
-    "timeline": timeline_figures,
-    "memory": memory_figures,
-    "planner": planner_figures,
-    "compare": compare_figures,
-    "compiler": compiler_figures,
-}
+PAGES: dict[str, PageFigures] = {page: _drawn(page) for page in (
+    "insights", "kernels", "layers", "timeline", "memory", "planner", "compare", "compiler")}
+# Export-only sizing (px), applied to the view's figures: on screen the chart fills its card, on paper a
+# timeline's lanes need the width.
+EXPORT_WIDTHS = {"timeline": 1800}
 # Which evidence a page needs before it has charts to export (any one of a tuple).
 PAGE_EVIDENCE: dict[str, str | tuple[str, ...]] = {
     "insights": "kernels", "kernels": "kernels", "layers": "layers", "timeline": "kernels",
@@ -149,9 +53,13 @@ def pages_for(run: Run) -> list[str]:
 
 
 def page_figures(page: str, run: Run, query: Query | None = None) -> dict[str, go.Figure]:
-    """The charts of one page for a run and view state (the page's URL query)."""
+    """The charts of one page for a run and view state (the page's URL query), sized for export."""
     try:
         builder = PAGES[page]
     except KeyError:
         raise KeyError(f"unknown page {page!r}; pages with charts: {', '.join(PAGES)}") from None
-    return builder(run, query or {})
+    figures = builder(run, query or {})
+    if page in EXPORT_WIDTHS:
+        for figure in figures.values():
+            figure.update_layout(width=EXPORT_WIDTHS[page])
+    return figures

@@ -1,12 +1,15 @@
 """`/compiler`: Triton's IR pass by pass and stage by stage, back to the Python line.
 
-URL state: run, compile (one kernel compile), step (a snapshot of it), cmp (what
-the diff compares against: empty = the previous step, `12` = step 12,
-`3:12` = step 12 of compile 3), view (unified / side), pyline (a line of the
-kernel's Python file). Clicking a bar of the pass chart picks a step; clicking
+URL state (views/compiler.py): run, compile (one kernel compile), step (a snapshot
+of it), cmp (what the diff compares against: empty = the previous step, `12` =
+step 12, `3:12` = step 12 of compile 3), view (unified / side), pyline (a line of
+the kernel's Python file). Clicking a bar of the pass chart picks a step; clicking
 a Python line lights up its IR lines in the step and in every stage; clicking an
 IR line picks its Python line. Only the visible step's text and the diff are
-sent to the browser.
+sent to the browser (layouts/compiler_panels.py).
+
+One callback folds every input (dropdowns, chart click, line clicks) into the
+URL state; one renders the state.
 """
 
 from __future__ import annotations
@@ -15,57 +18,42 @@ from typing import Any
 
 import dash
 import dash_bootstrap_components as dbc
-from dash import dcc, html
+from dash import Input, Output, State, callback, clientside_callback, ctx, dcc, html
 
-from dashboard.analysis import compiler as view
+from dashboard.layouts.compiler_panels import PANELS, links, panels
+from dashboard.layouts.context import current_store
 from dashboard.layouts.page import chart, page_header, resolve_run
-from dashboard.layouts.shell import url_state_store
-from dashboard.pages import compiler_callbacks  # also registers the page's callbacks
-from dashboard.pages.compiler_parts import compiler_data
+from dashboard.layouts.shell import URL_STATE, url_state_store
+from dashboard.views import compiler as view
 
 dash.register_page(__name__, path="/compiler", name="Compiler", order=5.5, title="Compiler · dashboard")
 
 PATH = "/compiler"
 EVIDENCE = "compiler"
+STATE = {"type": URL_STATE, "page": "compiler"}
 
 
-def initial_state(run_id: str, compile: Any, step: Any, cmp: Any, view_mode: Any, pyline: Any) -> dict[str, Any]:
-    """The view state the URL asks for, kept only where it exists in this run."""
-    data = compiler_data(run_id)
-    chosen = view.choose_compile(data.kernels, compile)
-    steps = view.compile_steps(data.steps, chosen) if chosen is not None else data.steps.head(0)
-    chosen_step = view.choose_step(steps, step)
-    line = int(pyline) if str(pyline or "").isdigit() else None
-    return {"compile": chosen, "step": chosen_step, "cmp": str(cmp) if cmp not in (None, "") else "",
-            "view": "side" if view_mode == "side" else "unified", "pyline": line}
-
-
-def layout(run: str | None = None, compile: str | None = None, step: str | None = None, cmp: str | None = None,
-           view: str | None = None, pyline: str | None = None, **_query: Any) -> html.Div:
+def layout(run: str | None = None, **query: Any) -> html.Div:
     chosen, notice = resolve_run(run, EVIDENCE, PATH)
     header = page_header("Compiler", chosen, "Triton IR pass by pass and stage by stage, mapped to Python lines")
     if chosen is None:
         return html.Div([header, notice], id="compiler-page")
-    state = initial_state(chosen.id, compile, step, cmp, view, pyline)
-    data = compiler_data(chosen.id)
+    state = view.State.from_query(query, chosen)
     # The first view is rendered here, not by initial callbacks: the page arrives drawn.
-    parts = compiler_callbacks.render(chosen.id, state)
-    memory, links = compiler_callbacks.render_compile(state["compile"], chosen.id)
-    compile_options = [{"label": view_compile_label(row), "value": row["compile"]}
-                       for row in data.kernels.sort("compile").iter_rows(named=True)]
+    parts = panels(chosen, state)
 
     def labelled(label: str, control: Any, width: str) -> html.Div:
         return html.Div([html.Small(label, className="text-muted d-block"), control], style={"minWidth": width},
                         className="me-3 mb-2")
 
     controls = html.Div([
-        labelled("Kernel compile", dcc.Dropdown(id="compiler-compile", options=compile_options,
-                                                value=state["compile"], clearable=False), "420px"),
+        labelled("Kernel compile", dcc.Dropdown(id="compiler-compile", options=view.compile_options(chosen),
+                                                value=state.compile, clearable=False), "420px"),
         labelled("Step", dcc.Dropdown(id="compiler-step", clearable=False, options=parts["step_options"],
                                       value=parts["step"]), "420px"),
         labelled("Compare with", dcc.Dropdown(id="compiler-compare", clearable=False,
                                               options=parts["compare_options"], value=parts["compare"]), "320px"),
-        labelled("Diff view", dbc.RadioItems(id="compiler-view", value=state["view"], inline=True,
+        labelled("Diff view", dbc.RadioItems(id="compiler-view", value=state.diff_view, inline=True,
                                              options=[{"label": "unified", "value": "unified"},
                                                       {"label": "side by side", "value": "side"}]), "200px"),
     ], className="d-flex flex-wrap align-items-end")
@@ -84,9 +72,9 @@ def layout(run: str | None = None, compile: str | None = None, step: str | None 
         dcc.Store(id="compiler-run", data=chosen.id),
         dcc.Store(id="compiler-click"),
         dcc.Store(id="compiler-scroll"),
-        url_state_store("compiler", state),
+        url_state_store("compiler", state.url_state()),
         controls,
-        html.Div(links, id="compiler-links", className="mb-2 small"),
+        html.Div(links(chosen, state), id="compiler-links", className="mb-2 small"),
         chart("compiler-pass-chart", parts["chart"], "compiler-passes", height=300),
         html.Div(parts["summary"], id="compiler-step-summary", className="small mb-2"),
         dbc.Row([
@@ -97,9 +85,107 @@ def layout(run: str | None = None, compile: str | None = None, step: str | None 
                                dcc.Download(id="compiler-download")]),
                      panel("Diff", "diff")], md=7),
         ]),
-        chart("compiler-memory", memory, "compiler-memory-plan"),
+        chart("compiler-memory", view.memory_chart(chosen, state.compile), "compiler-memory-plan"),
     ], id="compiler-page")
 
 
-def view_compile_label(row: dict[str, Any]) -> str:
-    return view.compile_label(row)
+@callback(
+    Output(STATE, "data"),
+    Input("compiler-compile", "value"),
+    Input("compiler-step", "value"),
+    Input("compiler-compare", "value"),
+    Input("compiler-view", "value"),
+    Input("compiler-pass-chart", "clickData"),
+    Input("compiler-click", "data"),
+    State(STATE, "data"),
+    State("compiler-run", "data"),
+    prevent_initial_call=True,
+)
+def update_state(compile_value: Any, step_value: Any, compare_value: Any, view_value: Any, chart_click: Any,
+                 line_click: Any, drawn: dict[str, Any] | None, run_id: str) -> Any:
+    run = current_store().open(run_id)
+    state = view.State.from_query(drawn or {}, run)
+    new = view.next_state(run, state, ctx.triggered_id, compile_value, step_value, compare_value, view_value,
+                     chart_click, line_click).resolved(run)
+    return dash.no_update if new.url_state() == drawn else new.url_state()
+
+
+@callback(
+    Output("compiler-step", "options"),
+    Output("compiler-step", "value"),
+    Output("compiler-compare", "options"),
+    Output("compiler-compare", "value"),
+    Output("compiler-pass-chart", "figure"),
+    Output("compiler-step-summary", "children"),
+    Output("compiler-python", "children"),
+    Output("compiler-python-note", "children"),
+    Output("compiler-stages", "children"),
+    Output("compiler-stages-note", "children"),
+    Output("compiler-ir", "children"),
+    Output("compiler-ir-note", "children"),
+    Output("compiler-diff", "children"),
+    Output("compiler-diff-note", "children"),
+    Input(STATE, "data"),
+    State("compiler-run", "data"),
+    prevent_initial_call=True,
+)
+def render_state(drawn: dict[str, Any] | None, run_id: str) -> tuple[Any, ...]:
+    run = current_store().open(run_id)
+    parts = panels(run, view.State.from_query(drawn or {}, run))
+    return tuple(parts[name] for name in PANELS)
+
+
+@callback(
+    Output("compiler-memory", "figure"),
+    Output("compiler-links", "children"),
+    Input("compiler-compile", "value"),
+    State("compiler-run", "data"),
+    prevent_initial_call=True,
+)
+def render_compile(compile_value: Any, run_id: str) -> tuple[Any, Any]:
+    """What depends on the compile alone: its memory plan and the links to other pages."""
+    run = current_store().open(run_id)
+    state = view.State.from_query({"compile": compile_value}, run)
+    return view.memory_chart(run, state.compile), links(run, state)
+
+
+@callback(
+    Output("compiler-download", "data"),
+    Input("compiler-download-button", "n_clicks"),
+    State(STATE, "data"),
+    State("compiler-run", "data"),
+    prevent_initial_call=True,
+)
+def download_step(_clicks: int, drawn: dict[str, Any] | None, run_id: str) -> Any:
+    run = current_store().open(run_id)
+    found = view.step_file(run, view.State.from_query(drawn or {}, run))
+    if found is None:
+        return dash.no_update
+    name, text = found
+    return dcc.send_string(text, name)
+
+
+# Bring the first lit line of each code panel into view once the panel has drawn: dcc.Markdown
+# renders after the callback returns (on first load after its code chunk arrives), hence the
+# retries; a panel the user scrolled since is left alone. The page itself does not scroll.
+clientside_callback(
+    """
+    function() {
+        const scrolled = new Set();
+        [50, 250, 800, 2000].forEach(function(delay) {
+            setTimeout(function() {
+                document.querySelectorAll("#compiler-page .ir-panel").forEach(function(panel) {
+                    const lit = panel.querySelector(".code-line.hl");
+                    if (!lit || scrolled.has(panel)) { return; }
+                    panel.scrollTop = Math.max(0, lit.offsetTop - panel.clientHeight / 3);
+                    scrolled.add(panel);
+                });
+            }, delay);
+        });
+        return window.dash_clientside.no_update;
+    }
+    """,
+    Output("compiler-scroll", "data"),
+    Input("compiler-ir", "children"),
+    Input("compiler-python", "children"),
+)

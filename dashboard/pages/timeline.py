@@ -1,8 +1,9 @@
 """`/timeline`: kernels, copies, passes and call stacks per stream and thread.
 
-URL state: run, rank (int or "all"), sel (kernel keys, highlighted; others
-grey), window (`<start_ns>-<end_ns>` on the run clock: the zoom, carried to
-/kernels and /layers, which summarise that window).
+URL state (views/timeline.py): run, rank (int or "all"; none asked: all ranks, or the first
+rank above MANY_RANKS ranks), sel (kernel keys, highlighted; others grey), window
+(`<start_ns>-<end_ns>` on the run clock: the zoom, carried to /kernels and /layers, which
+summarise that window).
 
 Zooming (drag), panning, a box selection or a double-click re-queries the
 server with the new window, which answers with a figure at the right level
@@ -11,107 +12,27 @@ of detail: buckets when zoomed out, single events when zoomed in.
 
 from __future__ import annotations
 
-import threading
-from functools import lru_cache
 from typing import Any
 
 import dash
 import dash_bootstrap_components as dbc
-import polars as pl
 from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from dashboard.analysis.ranks_view import one_rank_timeline
-from dashboard.analysis.run_views import kernel_ranks
-from dashboard.analysis.selection import format_keys, format_window, parse_keys, parse_window, x_range_from_relayout
-from dashboard.analysis.timeline import (
-    OVERLAY_GROUP,
-    TimelineData,
-    TimelineView,
-    clamp_window,
-    prepare_timeline,
-    timeline_view,
-)
-from dashboard.analysis.units import format_ns
-from dashboard.figures.timeline import TimeAxis, timeline_figure_dict
-from dashboard.gc_pause import gc_paused
+from dashboard.analysis.selection import parse_keys, x_range_from_relayout
 from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.controls import rank_control
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.shell import URL_STATE, url_state_store
-from dashboard.store import Run
+from dashboard.views import timeline as view
 from dashboard.views.kernel_table import window_text
-from dashboard.views.params import ALL_RANKS, MANY_RANKS, initial_rank, parse_rank
+from dashboard.views.params import ALL_RANKS
 
 dash.register_page(__name__, path="/timeline", name="Timeline", order=3, title="Timeline · dashboard")
 
 PATH = "/timeline"
 EVIDENCE = "kernels"
 DRAG_MODES = ("zoom", "pan", "select")
-_build_lock = threading.Lock()
-
-
-@lru_cache(maxsize=4)
-def _prepared(run_id: str, created: str, rank: int | None) -> TimelineData:
-    run = current_store().open(run_id)
-    if rank is not None:
-        return one_rank_timeline(run, rank)
-    return prepare_timeline(run.frame("kernels"), run.frame("memcpy"), run.frame("ranges"), run.frame("stack"))
-
-
-def _many_ranks(run: Run) -> bool:
-    return len(kernel_ranks(run)) > MANY_RANKS
-
-
-def timeline_data(run: Run, rank: int | None = None) -> TimelineData:
-    """The run indexed for timeline views: built once per run and process (~1-2 s for 1 M kernels).
-
-    A run with more than MANY_RANKS ranks is indexed one rank at a time (the rank shown), not whole.
-    """
-    with _build_lock:  # two first requests for one run build it once
-        return _prepared(run.id, run.info.created, rank if _many_ranks(run) else None)
-
-
-def timeline_ranks(run: Run) -> tuple[int, ...]:
-    """The ranks the rank menu offers (for many ranks, read from the tables, not from a whole-run index)."""
-    return kernel_ranks(run) if _many_ranks(run) else tuple(timeline_data(run).ranks)
-
-
-@lru_cache(maxsize=64)
-def _cached_view(run_id: str, created: str, window: tuple[int, int], rank: int | None,
-                 selected: tuple[str, ...]) -> tuple[TimelineView, dict[str, Any], float]:
-    run = current_store().open(run_id)
-    data = timeline_data(run, rank)
-    with gc_paused():  # tens of thousands of short-lived objects: no collection mid-way
-        view = timeline_view(data, window, rank, selected)
-        figure = timeline_figure_dict(view, f"Timeline of {run.id}")
-    return view, figure, TimeAxis(view).divisor
-
-
-def render(run: Run, window: tuple[int, int] | None, rank: int | None,
-           selected: list[str]) -> tuple[TimelineView, dict[str, Any], float]:
-    """The view, its figure and the figure's ns-per-axis-unit, cached per (run, window, rank, selection)."""
-    clamped = clamp_window(timeline_data(run, rank), window)
-    return _cached_view(run.id, run.info.created, clamped, rank, tuple(sorted(selected)))
-
-
-def status_text(view: TimelineView) -> str:
-    """What the figure shows and at which level of detail, in words."""
-    lanes = view.lanes.filter(pl.col("group") != OVERLAY_GROUP)
-    total = int(lanes.get_column("events").sum())
-    aggregated = lanes.filter((pl.col("events") > 0) & ~pl.col("exact")).height
-    parts = [f"{total:,} events in view"]
-    if aggregated:
-        width = (view.end_ns - view.start_ns) / view.buckets
-        parts.append(f"{aggregated} busy lane{'s' if aggregated != 1 else ''} summarised in buckets of "
-                     f"{format_ns(width)} (colour: the name holding most of the bucket; paler: less busy) — "
-                     "zoom in to see single events")
-    elif total:
-        parts.append("every event drawn")
-    if view.selected_keys:
-        parts.append(f"{len(view.selected_keys)} selected kernel{'s' if len(view.selected_keys) != 1 else ''} "
-                     "highlighted, others grey")
-    return " · ".join(parts)
 
 
 def window_label(window: tuple[int, int] | None, origin_ns: int) -> str:
@@ -130,32 +51,21 @@ def window_chip(window: tuple[int, int] | None, origin_ns: int) -> html.Div:
         style={} if window else {"display": "none"})
 
 
-def _url_state(window: tuple[int, int] | None, rank: int | None, selected: list[str]) -> dict[str, Any]:
-    return {"window": format_window(*window) if window else "", "rank": ALL_RANKS if rank is None else rank,
-            "sel": format_keys(selected)}
-
-
-def _window_of(view: TimelineView) -> tuple[int, int] | None:
-    return None if view.is_full else (view.start_ns, view.end_ns)
-
-
-def layout(run: str | None = None, rank: str | None = None, sel: str | None = None, window: str | None = None,
-           **_query: Any) -> html.Div:
+def layout(run: str | None = None, **query: Any) -> html.Div:
     chosen, notice = resolve_run(run, EVIDENCE, PATH)
     header = page_header("Timeline", chosen, "Kernels, copies, passes and call stacks per stream and thread")
     if chosen is None:
         return html.Div([header, notice], id="timeline-page")
-    ranks = timeline_ranks(chosen)
-    state_rank, selected = initial_rank(rank, ranks), parse_keys(sel)
-    data = timeline_data(chosen, state_rank)
-    view, figure, divisor = render(chosen, parse_window(window), state_rank, selected)
-    state_window = _window_of(view)
+    asked = view.State.from_query(query, chosen)
+    drawn = view.drawn(chosen, asked)
+    state = view.shown(chosen, asked)
+    origin = drawn.view.run_start_ns
     controls = html.Div([
-        rank_control("timeline-rank", ranks, state_rank),
-        window_chip(state_window, data.start_ns),
+        rank_control("timeline-rank", view.timeline_ranks(chosen), state.rank_shown),
+        window_chip(state.window, origin),
         dbc.Button("whole run", id="timeline-reset", size="sm", color="secondary", outline=True, className="me-2"),
         dbc.Button("clear selection", id="timeline-clear-selection", size="sm", color="secondary", outline=True,
-                   style={} if selected else {"display": "none"}),
+                   style={} if state.sel else {"display": "none"}),
     ], className="d-flex flex-wrap align-items-center gap-2 mb-2")
     hint = html.Small(
         "Drag across the chart to zoom into a window (it carries to Kernels and Layers), shift-drag or the pan "
@@ -163,14 +73,15 @@ def layout(run: str | None = None, rank: str | None = None, sel: str | None = No
         className="text-muted d-block mb-2")
     return html.Div([
         header,
-        dcc.Store(id="timeline-state", data={"run": chosen.id, "window": list(state_window) if state_window else None,
-                                             "rank": state_rank, "sel": selected,
-                                             "origin_ns": view.run_start_ns, "divisor": divisor}),
-        url_state_store("timeline", _url_state(state_window, state_rank, selected)),
+        # What the chart's events need to become a state (the run clock of its axis) and what is drawn.
+        dcc.Store(id="timeline-state", data={"run": chosen.id, "window": list(state.window) if state.window else None,
+                                             "rank": state.rank_shown, "sel": list(state.sel),
+                                             "origin_ns": origin, "divisor": drawn.divisor}),
+        url_state_store("timeline", state.url_state()),
         controls,
         hint,
-        html.Div(status_text(view), id="timeline-status", className="small text-muted mb-2"),
-        html.Div(_graph(figure, chosen.id), className="chart-card"),
+        html.Div(view.status_text(drawn.view), id="timeline-status", className="small text-muted mb-2"),
+        html.Div(_graph(drawn.figure, chosen.id), className="chart-card"),
     ], id="timeline-page")
 
 
@@ -259,8 +170,7 @@ def update_timeline(relayout: dict | None, selection: dict | None, click: dict |
                     _clear_window: Any, _reset: Any, _clear_selection: Any, state: dict[str, Any]) -> tuple[Any, ...]:
     run = current_store().open(state["run"])
     window = tuple(state["window"]) if state.get("window") else None
-    rank = parse_rank(rank_value, timeline_ranks(run))
-    data = timeline_data(run, rank)
+    rank = view.State.from_query({"rank": rank_value}, run).rank_shown
     old_dragmode = state.get("dragmode")
     selected = list(state.get("sel") or [])
     fired = fired_ids()
@@ -282,13 +192,15 @@ def update_timeline(relayout: dict | None, selection: dict | None, click: dict |
         if state.get("dragmode") != old_dragmode:
             return (no_update, state, *[no_update] * 5)
         raise PreventUpdate
-    view, figure, divisor = render(run, window, rank, selected)
-    shown = _window_of(view)
-    new_state = {**state, "window": list(shown) if shown else None, "rank": rank, "sel": selected,
-                 "divisor": divisor}
+    asked = view.State(rank=ALL_RANKS if rank is None else rank, window=window,
+                       sel=tuple(dict.fromkeys(selected)))
+    drawn = view.drawn(run, asked)
+    shown = view.shown(run, asked)
+    new_state = {**state, "window": list(shown.window) if shown.window else None, "rank": rank,
+                 "sel": list(shown.sel), "divisor": drawn.divisor}
+    figure = drawn.figure
     if state.get("dragmode") in DRAG_MODES:  # the cached figure is shared: copy before changing it
         figure = {**figure, "layout": {**figure["layout"], "dragmode": state["dragmode"]}}
-    return (figure, new_state, _url_state(shown, rank, selected), status_text(view),
-            {} if shown else {"display": "none"}, window_label(shown, data.start_ns),
-            {} if selected else {"display": "none"})
-
+    return (figure, new_state, shown.url_state(), view.status_text(drawn.view),
+            {} if shown.window else {"display": "none"}, window_label(shown.window, drawn.view.run_start_ns),
+            {} if shown.sel else {"display": "none"})

@@ -155,3 +155,15 @@ def names(key: str, limit: int = 512) -> Param[tuple[str, ...]]:
         return tuple(dict.fromkeys(item.strip()[:limit] for item in (_text(value) or "").split(",")[:limit]
                                    if item.strip()))
     return Param(key, parse, ",".join)
+
+
+def rank_or_all(key: str = "rank") -> Param[int | str | None]:
+    """`rank=3` or `rank=all`, told apart from no rank at all (None), for a page whose default rank depends
+    on the run (/timeline: `initial_rank`). Malformed is ALL_RANKS, as `parse_rank` reads it."""
+    def parse(value: str | None) -> int | str | None:
+        text = _text(value)
+        if text is None:
+            return None
+        number = parse_int(text, low=0)
+        return ALL_RANKS if number is None else number
+    return Param(key, parse, lambda value: "" if value is None else str(value))

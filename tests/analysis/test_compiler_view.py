@@ -66,47 +66,60 @@ def compiler_run(tmp_path: Path) -> str:
 
 
 def test_render_and_state(compiler_run: str) -> None:
-    from dashboard.pages import compiler_callbacks as page
-    from dashboard.pages.compiler_parts import compiler_data
+    from dashboard.layouts import context
+    from dashboard.layouts.compiler_panels import panels
+    from dashboard.views import compiler as compiler_view
+    from dashboard.views.compiler_data import compiler_data
 
-    state = {"compile": 0, "step": 2, "cmp": "", "view": "unified", "pyline": None}
-    out = page.render(compiler_run, state)
+    run = context.current_store().open(compiler_run)
+
+    def state_of(**query: str) -> compiler_view.State:
+        return compiler_view.State.from_query(query, run)
+
+    state = state_of(compile="0", step="2")
+    out = panels(run, state)
     assert out["step"] == 2 and len(out["step_options"]) == 9
     assert "#0 step 1" in out["diff_note"] and "#0 step 2" in out["diff_note"]
     assert 'data-ir-line="1"' in out["ir"]
     # the same pass in the other compile is offered, and compared
     same = [o for o in out["compare_options"] if o["value"] == "1:2"]
     assert same and "same pass" in same[0]["label"]
-    other = page.render(compiler_run, {**state, "cmp": "1:2", "view": "side"})
+    other = panels(run, state_of(compile="0", step="2", cmp="1:2", view="side"))
     assert "−2 / +2 lines" in other["diff_note"]  # make_range and tt.reduce name the BLOCK
     assert "ir-side" in other["diff"]
     # a Python line lights up IR lines at this step and in every stage
-    lit = page.render(compiler_run, {**state, "pyline": 6})
+    lit = panels(run, state_of(compile="0", step="2", pyline="6"))
     assert 'class="code-line hl"' in lit["ir"]
     assert "IR in 3 stages" in lit["stages_note"] and lit["stages"].count("ir-excerpt") == 3
     # an IR line click picks its Python line; a chart click picks the step
-    step_text = compiler_data(compiler_run).steps.filter(pl.col("compile") == 0)["text_id"][2]
-    clicked = page.next_state(compiler_run, state, "compiler-click", None, None, None, None, None,
+    step_text = compiler_data(run).steps.filter(pl.col("compile") == 0)["text_id"][2]
+    clicked = compiler_view.next_state(run, state, "compiler-click", None, None, None, None, None,
                               {"kind": "ir", "line": 10, "text": step_text, "stage": "ttir"})
-    assert clicked["pyline"] == 6
-    assert page.next_state(compiler_run, state, "compiler-pass-chart", None, None, None, None,
-                           {"points": [{"x": 7}]}, None)["step"] == 7
-    assert page.next_state(compiler_run, state, "compiler-compile", 1, None, None, None, None, None)["compile"] == 1
+    assert clicked.pyline == 6
+    assert compiler_view.next_state(run, state, "compiler-pass-chart", None, None, None, None,
+                           {"points": [{"x": 7}]}, None).step == 7
+    assert compiler_view.next_state(run, state, "compiler-compile", 1, None, None, None, None, None).compile == 1
+    # what the URL names is kept only where the run has it
+    assert state_of(compile="9", step="99", cmp="7:1", pyline="0").url_state() == {
+        "compile": "0", "step": "", "cmp": "", "view": "", "pyline": ""}
+    assert state_of(step="x", view="sideways").to_query() == {"compile": "0"}
 
 
 def test_planner_link_when_the_log_holds_planner_graphs(tmp_path: Path) -> None:
     from dashboard.demo.ws_dumps import attention_kernel, debug_log_text
     from dashboard.layouts import context
-    from dashboard.pages import compiler_callbacks as page
+    from dashboard.layouts.compiler_panels import links
     from dashboard.settings import Settings
+    from dashboard.views import compiler as compiler_view
 
     store = context.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
     log = tmp_path / "debug.txt"
     log.write_text(compile_log("attn_fwd", 1024) * 40 + debug_log_text([("attn_fwd", attention_kernel(), True)]))
     run_id = store.ingest([log], name="both")
     assert {"compiler", "planner"} <= set(store.open(run_id).info.evidence)
-    _, links = page.render_compile(0, run_id)
-    assert any(getattr(link, "href", "") == f"/planner?run={run_id}" for link in links)
+    run = store.open(run_id)
+    found = links(run, compiler_view.State.from_query({"compile": "0"}, run))
+    assert any(getattr(link, "href", "") == f"/planner?run={run_id}" for link in found)
 
 
 def test_braces_survive_colouring() -> None:
@@ -117,9 +130,10 @@ def test_braces_survive_colouring() -> None:
 
 def test_a_huge_step_sends_a_bounded_window(tmp_path: Path) -> None:
     from dashboard.layouts import context
+    from dashboard.layouts.compiler_panels import panels
     from dashboard.layouts.ir_code import MAX_RENDER_LINES
-    from dashboard.pages import compiler_callbacks as page
     from dashboard.settings import Settings
+    from dashboard.views import compiler as compiler_view
 
     store = context.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
     ops = "".join(f"    %v{i} = arith.addi %pid, %pid : i32 loc(#loc1)\n" for i in range(5000))
@@ -127,7 +141,8 @@ def test_a_huge_step_sends_a_bounded_window(tmp_path: Path) -> None:
                                          "    %pid = tt.get_program_id x : i32 loc(#loc1)\n" + ops)
     (tmp_path / "big.txt").write_text(log)
     run_id = store.ingest([tmp_path / "big.txt"], name="big")
-    out = page.render(run_id, {"compile": 0, "step": 2, "cmp": "", "view": "unified", "pyline": None})
+    run = store.open(run_id)
+    out = panels(run, compiler_view.State.from_query({"compile": "0", "step": "2"}, run))
     assert out["ir"].count("data-ir-line=") == MAX_RENDER_LINES
     assert "of 50" in out["ir_note"] and "shown" in out["ir_note"]
     assert len(out["ir"]) + len(out["diff"]) < 2_000_000
@@ -137,8 +152,8 @@ def test_python_source_comes_only_from_the_runs_own_copy(tmp_path: Path) -> None
     """A log names Python paths; the server must not read them off its disk (issue 14: nothing outside
     the data folder), only the copy kept with the run."""
     from dashboard.layouts import context
-    from dashboard.pages.compiler_parts import python_source
     from dashboard.settings import Settings
+    from dashboard.views.compiler_data import python_source
 
     outside = tmp_path / "elsewhere" / "secret_settings.py"
     outside.parent.mkdir()
@@ -147,11 +162,11 @@ def test_python_source_comes_only_from_the_runs_own_copy(tmp_path: Path) -> None
     log = tmp_path / "dump.txt"
     log.write_text(compile_log("add_kernel", 1024))
     run_id = store.ingest([log], name="no-source")
-    assert python_source(run_id, str(outside)) is None
+    assert python_source(store.open(run_id), str(outside)) is None
     kept = tmp_path / "folder"
     kept.mkdir()
     (kept / "dump.txt").write_text(compile_log("add_kernel", 1024))
     (kept / "secret_settings.py").write_text("import triton\n\n@triton.jit\ndef add_kernel(x):\n    pass\n")
     with_copy = store.ingest([kept], name="with-source")
-    lines = python_source(with_copy, str(outside))
+    lines = python_source(store.open(with_copy), str(outside))
     assert lines is not None and "@triton.jit" in lines

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from dashboard.analysis import layers as la
-from dashboard.analysis.peaks import device_name, peak_flops
+from dashboard.analysis.gpu_peak_flops import device_name, peak_flops
 from dashboard.schema import conform, empty
 
 

@@ -15,7 +15,7 @@ from dashboard.analysis.timeline import (
     choose_exact,
     clamp_window,
     exact_limit,
-    lane_cells,
+    lane_cell_arrays,
     prepare_timeline,
     timeline_view,
 )
@@ -129,9 +129,10 @@ def test_sampled_dominant_name_matches_exact_one_on_a_dense_stream() -> None:
     assert exact.tolist() == sampled.tolist() == [0, 0, 0, 0]
 
 
-def test_lane_cells_report_busy_fraction_events_and_selection() -> None:
+def test_lane_cell_arrays_report_busy_fraction_events_and_selection() -> None:
     index = index_of([(0, 5), (10, 20), (25, 30)], codes=[7, 8, 7])
-    cells = lane_cells(index, np.array([0, 10, 20, 40]), lane=3, selected=[index.subset(np.array([0, 2]))])
+    cells = pl.DataFrame(lane_cell_arrays(index, np.array([0, 10, 20, 40]), lane=3,
+                                          selected=[index.subset(np.array([0, 2]))]))
     assert cells.get_column("bucket").to_list() == [0, 1, 2]
     assert cells.get_column("busy").to_list() == [0.5, 1.0, 0.25]
     assert cells.get_column("events").to_list() == [1, 1, 1]

@@ -104,7 +104,7 @@ def test_timeline_takes_a_rank_merged_with_or_overtaken_by_a_relayout_event(app:
             "timeline-graph.relayoutData": relayout, "timeline-rank.value": "0", "timeline-state.data": state,
         }, changed)
         assert status == 200, (relayout, changed)
-        assert _url_state(body, "timeline")["rank"] == 0
+        assert _url_state(body, "timeline")["rank"] == "0"  # URL state is the URL's text
         assert _lanes(body) and not any(label.startswith("r1 ") for label in _lanes(body))
         if relayout.get("dragmode"):
             assert body["response"]["timeline-state"]["data"]["dragmode"] == "pan"
@@ -140,7 +140,7 @@ def test_layers_take_a_rank_merged_with_or_overtaken_by_a_layer_click(app: App, 
         status, body = app.post("layers-runtime.figure", {**values, "layers-rank.value": "1"}, changed)
         assert status == 200, changed
         state = _url_state(body, "layers")
-        assert state["rank"] == 1 and state["layer"] == box["x"][0]
+        assert state["rank"] == "1" and state["layer"] == box["x"][0]  # URL state is the URL's text
         assert "data" in body["response"]["layers-runtime"]["figure"]  # new boxes for rank 1, not a patch
     status, body = app.post("layers-runtime.figure", {**values, "layers-rank.value": "all"},
                             ["layers-runtime.clickData"])

@@ -1,4 +1,4 @@
-"""Peak dense throughput of common GPUs, to put a layer's TFLOP/s in proportion.
+"""GPU peak dense FLOP/s per dtype (published figures) and the run's GPU, to put a layer's TFLOP/s in proportion.
 
 Numbers are NVIDIA's published *dense* (no structured sparsity) tensor-core
 peaks for the SXM / default variant unless the name says otherwise, in

@@ -1,65 +1,59 @@
-"""Data access for `/compiler`: one run's IR tables, texts, locations and Python sources, cached per process."""
+"""Data access for `/compiler`: one run's IR tables, texts, locations and Python sources, cached per run."""
 
 from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import polars as pl
 
 from dashboard.collectors.triton_ir.locs import locations
-from dashboard.layouts.context import current_store
 from dashboard.schema import empty
-from dashboard.store import SOURCE_DIR
+from dashboard.store import SOURCE_DIR, Run, RunStore
+from dashboard.views.cache import per_run
 
 MAX_SOURCE_BYTES = 2 << 20
 
 
 @dataclass(frozen=True)
 class CompilerData:
-    run_id: str
     steps: pl.DataFrame
     kernels: pl.DataFrame
     located: frozenset[int]  # text ids with rows in ir_locs
     has_planner: bool
 
 
-@lru_cache(maxsize=16)
-def compiler_data(run_id: str) -> CompilerData:
-    run = current_store().open(run_id)
+@per_run(maxsize=16)
+def compiler_data(run: Run) -> CompilerData:
     steps = run.frame("ir_steps") if run.has("ir_steps") else empty("ir_steps")
     kernels = run.frame("ir_kernels") if run.has("ir_kernels") else empty("ir_kernels")
     located = frozenset(run.scan("ir_locs").select(pl.col("text_id").unique()).collect()["text_id"].to_list())
-    return CompilerData(run_id, steps, kernels, located, run.has_evidence("planner"))
+    return CompilerData(steps, kernels, located, run.has_evidence("planner"))
 
 
-@lru_cache(maxsize=256)
-def ir_text(run_id: str, text_id: int) -> str:
+@per_run(maxsize=256)
+def ir_text(run: Run, text_id: int) -> str:
     """One IR body, decompressed (read from the run's parquet, one row)."""
-    run = current_store().open(run_id)
     found = run.scan("ir_text").filter(pl.col("text_id") == text_id).select("zlib").collect()
     if found.is_empty():
         return ""
     return zlib.decompress(found["zlib"][0]).decode("utf-8", "replace")
 
 
-@lru_cache(maxsize=256)
-def text_locations(run_id: str, text_id: int, stage: str) -> pl.DataFrame:
+@per_run(maxsize=256)
+def text_locations(run: Run, text_id: int, stage: str) -> pl.DataFrame:
     """IR line -> Python line rows of one text: from ir_locs, or parsed now for snapshots it does not cover."""
-    data = compiler_data(run_id)
-    if text_id in data.located:
-        run = current_store().open(run_id)
+    if text_id in compiler_data(run).located:
         return run.scan("ir_locs").filter(pl.col("text_id") == text_id).collect()
-    rows = locations(ir_text(run_id, text_id), stage)
+    rows = locations(ir_text(run, text_id), stage)
     frame = pl.DataFrame(rows, schema={"ir_line": pl.Int64, "file": pl.String, "line": pl.Int64,
                                        "column": pl.Int64, "via": pl.String}, orient="row")
     return frame.with_columns(pl.lit(text_id, pl.Int64).alias("text_id"))
 
 
-@lru_cache(maxsize=32)
-def python_source(run_id: str, file: str) -> tuple[str, ...] | None:
+@per_run(maxsize=32)
+def python_source(run: Run, file: str) -> tuple[str, ...] | None:
     """The Python file's lines, from the run's own copy of a source with that name (only `.py` files).
 
     Never the path the log names on the server's disk: a log is user input, and a team server reads
@@ -68,7 +62,6 @@ def python_source(run_id: str, file: str) -> tuple[str, ...] | None:
     """
     if not file or not file.endswith(".py"):
         return None
-    run = current_store().open(run_id)
     name = Path(file).name
     candidates = sorted((run.info.path / SOURCE_DIR).rglob(name)) if (run.info.path / SOURCE_DIR).is_dir() else []
     for candidate in candidates:
@@ -80,16 +73,18 @@ def python_source(run_id: str, file: str) -> tuple[str, ...] | None:
     return None
 
 
-def profile_runs_with_kernel(kernel: str, limit: int = 20) -> tuple[str, ...]:
-    """Runs holding a profiled kernel whose name contains this Triton kernel's name (newest first)."""
-    with_kernels = tuple(info.id for info in current_store().list_runs() if "kernels" in info.evidence)[:limit]
-    return _runs_with_kernel(kernel, with_kernels)
+def profile_runs_with_kernel(run: Run, kernel: str, limit: int = 20) -> tuple[str, ...]:
+    """Runs of the same store holding a profiled kernel whose name contains this Triton kernel's name
+    (newest first)."""
+    store = RunStore.containing(run)
+    with_kernels = tuple(info.id for info in store.list_runs() if "kernels" in info.evidence)[:limit]
+    return _runs_with_kernel(run, kernel, with_kernels)
 
 
-@lru_cache(maxsize=64)
-def _runs_with_kernel(kernel: str, run_ids: tuple[str, ...]) -> tuple[str, ...]:
+@per_run(maxsize=64)
+def _runs_with_kernel(run: Run, kernel: str, run_ids: tuple[str, ...]) -> tuple[str, ...]:
     # Keyed by the runs present: a profile ingested later is found on the next visit.
-    store = current_store()
+    store = RunStore.containing(run)
     found = []
     for run_id in run_ids:
         hits = store.open(run_id).scan("kernels").filter(

@@ -1,0 +1,151 @@
+"""`/layers`: per-layer runtime and throughput boxes, and the kernels of the selected layer and pass.
+
+URL state: run, rank, window (from the timeline brush), layer + pass (the
+selected box, whose kernels are listed), dtype (which peak to compare with).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Self
+
+import plotly.graph_objects as go
+
+from dashboard.analysis import run_views
+from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES, device_name, peak_flops
+from dashboard.analysis.layers import PASSES
+from dashboard.analysis.units import format_flops_rate
+from dashboard.figures.kernels import TOTAL_ONE_RANK, top_kernels_figure, total_rank_sum
+from dashboard.figures.layers import PASS_LABELS, highlight_shapes, layer_box_figure, layer_order
+from dashboard.store import Run
+from dashboard.views import params
+from dashboard.views.kernel_table import busy_text, kernel_column_defs, kernel_rows
+from dashboard.views.state import ViewState, param
+
+DEFAULT_DTYPE = "bf16"
+DETAIL_TOP = 15  # bars of the selected layer's kernel chart
+# The selected layer's chart and grid exist only while a layer is selected; pattern-matching ids let
+# the page's callbacks update them when they exist and skip them (an empty list) when they do not.
+DETAIL_BAR = {"type": "layers-kernels-bar", "part": "detail"}
+DETAIL_TABLE = {"type": "layers-kernels-table", "part": "detail"}
+# Export name of each chart -> the page's component id.
+CHARTS: dict[str, Any] = {"layer-runtime": "layers-runtime", "layer-throughput": "layers-throughput",
+                          "layer-kernels": DETAIL_BAR}
+NO_LAYERS = ("No layer occurrences: this run has no module ranges and no kernel attributed to a layer "
+             "(capture with torch module hooks, or profile with with_modules=True). ")
+NO_FLOPS = "FLOPs unknown for every layer: no throughput."
+DETAIL_HINT = "Click a box to list the kernels of that layer and pass."
+
+
+@dataclass(frozen=True)
+class State(ViewState):
+    rank: int | None = param(params.rank())
+    window: tuple[int, int] | None = param(params.window())
+    layer: str | None = param(params.text("layer"))
+    # `pass` is a keyword: the field is pass_, the URL key "pass"; it only counts with a layer.
+    pass_: str = param(params.choice("pass", PASSES, "forward"), "forward")
+    dtype: str = param(params.choice("dtype", DTYPES, DEFAULT_DTYPE), DEFAULT_DTYPE)
+
+    def resolved(self, run: Run) -> Self:
+        rank = params.resolve_rank(self.rank, run_views.kernel_ranks(run))
+        return self.replace(rank=rank, pass_=self.pass_ if self.layer else "forward")
+
+    @property
+    def selected(self) -> tuple[str, str] | None:
+        """The selected box: (layer, pass), or None."""
+        return (self.layer, self.pass_) if self.layer else None
+
+    def select(self, selected: Sequence[Any] | None) -> Self:
+        """This state with another box selected ((layer, pass) from a click or the page's store; None: none)."""
+        layer, pass_ = selected if selected and len(selected) == 2 else (None, None)
+        chosen = type(self).from_query({"layer": layer if isinstance(layer, str) else None, "pass": pass_})
+        return self.replace(layer=chosen.layer, pass_=chosen.pass_ if chosen.layer else "forward")
+
+
+@dataclass(frozen=True)
+class Detail:
+    """The kernels of the selected layer and pass: a title, a chart and the grid (no chart: no selection)."""
+
+    title: str
+    figure: go.Figure | None
+    rows: list[dict[str, Any]]
+    columns: list[dict[str, Any]]
+
+
+def view(run: Run, state: State) -> run_views.LayerView:
+    return run_views.layer_view(run, state.rank, state.window)  # cached per (run, rank, window)
+
+
+def peak(run: Run, state: State) -> tuple[str | None, float | None]:
+    """The run's GPU (from its metadata) and its peak dense FLOP/s for the chosen dtype (None: unknown)."""
+    device = device_name(run.info.metadata)
+    return device, peak_flops(device, state.dtype)
+
+
+def peak_note(device: str | None, dtype: str, peak_value: float | None) -> str:
+    if device is None:
+        return "Device unknown: peak unknown, so no % of peak."
+    if peak_value is None:
+        return f"{device}: peak {DTYPE_LABELS[dtype]} unknown, so no % of peak."
+    return f"{device}: peak dense {DTYPE_LABELS[dtype]} {format_flops_rate(peak_value)}."
+
+
+def note_texts(run: Run, state: State) -> dict[str, str]:
+    """The texts above the charts: where the occurrences come from, the peak compared with, GPU busy ("": none)."""
+    layers = view(run, state)
+    stats = layers.stats
+    flops_known = stats.height > 0 and "rate_n" in stats.columns and int(stats.get_column("rate_n").sum()) > 0
+    device, peak_value = peak(run, state)
+    busy = busy_text(run_views.gpu_busy_view(run, state.rank, state.window))
+    return {
+        "source": f"{layers.occurrences:,} layer occurrences from {layers.source}. " if layers.source else NO_LAYERS,
+        "peak": peak_note(device, state.dtype, peak_value) if flops_known else NO_FLOPS,
+        "busy": f" {busy}." if busy else "",
+    }
+
+
+def box_figures(run: Run, state: State) -> dict[str, go.Figure]:
+    layers = view(run, state)
+    device, peak_value = peak(run, state)
+    return {
+        "layer-runtime": layer_box_figure(layers.stats, "time", layers.time_outliers, state.selected),
+        "layer-throughput": layer_box_figure(layers.stats, "rate", layers.rate_outliers, state.selected, peak_value,
+                                             f"{DTYPE_LABELS[state.dtype]} dense ({device})" if peak_value else ""),
+    }
+
+
+def highlight(run: Run, state: State) -> list[dict[str, Any]]:
+    """The band behind the selected layer (a selection change only moves it: the boxes stay)."""
+    return highlight_shapes(layer_order(view(run, state).stats), state.selected)
+
+
+def detail(run: Run, state: State) -> Detail:
+    """The kernels of the selected layer and pass; only a hint while none is selected."""
+    if state.selected is None:
+        return Detail(DETAIL_HINT, None, [], [])
+    layer, pass_ = state.selected
+    summary, how = run_views.layer_kernel_view(run, state.rank, state.window, layer, pass_)
+    rows, units = kernel_rows(summary)
+    named = f"{layer} ({PASS_LABELS.get(pass_, pass_)})"
+    ranks = len(run_views.kernel_ranks(run)) if state.rank is None else 1
+    total = total_rank_sum(ranks) if ranks > 1 else TOTAL_ONE_RANK  # the chart and the table say the same
+    bar = top_kernels_figure(summary, DETAIL_TOP, title=f"Top kernels of {named}", total=total)
+    return Detail(f"Kernels of {named}: {summary.height} kernels, {how}", bar, rows,
+                  kernel_column_defs("name", units, total=total))
+
+
+def figures(run: Run, state: State) -> dict[str, go.Figure]:
+    """Every chart the page draws: the two box charts, and the selected layer's kernels when one is selected."""
+    drawn = box_figures(run, state)
+    chosen = detail(run, state).figure
+    if chosen is not None:
+        drawn["layer-kernels"] = chosen
+    return drawn
+
+
+def no_flops(figure: go.Figure) -> bool:
+    """Whether a throughput chart says it has nothing to draw (the page shows a message instead)."""
+    meta = figure.layout.meta
+    return isinstance(meta, dict) and bool(meta.get("no_flops"))
+
