@@ -64,13 +64,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def time_render(data_dir: Path, seed: Path) -> None:
-    from dashboard.layouts import context
+    from dashboard.layouts import server_state
     from dashboard.layouts.compiler_panels import panels
     from dashboard.settings import Settings
     from dashboard.views import compiler as compiler_view
     from dashboard.views.compiler_data import compiler_data
 
-    store = context.configure(Settings(data_dir=data_dir, seed_demo=False))
+    store = server_state.configure(Settings(data_dir=data_dir, seed_demo=False))
     run_id = store.ingest([seed, seed.with_name(triton_compile.KERNELS)], name="bench-compiler")
     run = store.open(run_id)
     data = compiler_data(run)

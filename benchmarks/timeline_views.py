@@ -45,7 +45,7 @@ from plotly.io.json import to_json_plotly  # noqa: E402
 
 from benchmarks.first_render import FLAGS, free_port, start_server  # noqa: E402
 from benchmarks.synthetic_kernel_run import CPU_THREAD, FLASH_FWD, GEMM_QKV, make_tables  # noqa: E402
-from dashboard.analysis.selection import kernel_key  # noqa: E402
+from dashboard.analysis.kernel_keys import kernel_key  # noqa: E402
 from dashboard.analysis.timeline import TimelineData, prepare_timeline, timeline_view  # noqa: E402
 from dashboard.figures.timeline import timeline_figure_dict  # noqa: E402
 from dashboard.gc_pause import gc_paused  # noqa: E402

@@ -27,7 +27,7 @@ from dashboard import __version__
 from dashboard.auth import install_login
 from dashboard.exports.routes import install_run_downloads
 from dashboard.figures import theme  # noqa: F401  (registers the plotly template)
-from dashboard.layouts import context
+from dashboard.layouts import server_state
 from dashboard.server_security import WebApp, install_security
 from dashboard.settings import Settings
 
@@ -76,7 +76,7 @@ def web_app(app: dash.Dash) -> WebApp:
 def create_app(settings: Settings | None = None) -> dash.Dash:
     """Build the app for one data folder; seeds the demo into an empty folder if asked."""
     settings = settings or Settings.from_env()
-    store = context.configure(settings)
+    store = server_state.configure(settings)
     store.runs_dir.mkdir(parents=True, exist_ok=True)
     store.remove_stale_staging()
     if settings.seed_demo:

@@ -17,7 +17,7 @@ import pytest
 
 from dashboard.app import create_app
 from dashboard.jobs import IngestJobs
-from dashboard.layouts.context import current_jobs
+from dashboard.layouts.server_state import current_jobs
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 from tests.support.dash_requests import callback_payload, upload_payload

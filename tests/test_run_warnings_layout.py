@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from dash import html
 
-from dashboard.layouts import context
+from dashboard.layouts import server_state
 from dashboard.layouts.page import page_header
 from dashboard.layouts.run_warnings import relevant_warnings, run_warnings, runs_warnings_overview
 from dashboard.settings import Settings
@@ -54,11 +54,11 @@ def _ids_of(component: object, class_name: str) -> list[object]:
 @pytest.fixture
 def configured(data_dir: Path):
     """The app's context pointed at the test's data folder (page_header reads the store)."""
-    saved = dict(context._state)
-    context.configure(Settings(data_dir=data_dir))
+    saved = dict(server_state._state)
+    server_state.configure(Settings(data_dir=data_dir))
     yield data_dir
-    context._state.clear()
-    context._state.update(saved)
+    server_state._state.clear()
+    server_state._state.update(saved)
 
 
 def test_the_page_header_of_a_run_with_dropped_kernels_says_so(tmp_path: Path, configured: Path) -> None:

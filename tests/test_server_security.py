@@ -232,10 +232,10 @@ def _links(component) -> list[tuple[str, str, str]]:
 
 
 def test_run_downloads_menu_links_to_routes_that_serve(served) -> None:
-    from dashboard.layouts import context
+    from dashboard.layouts import server_state
     from dashboard.layouts.downloads import download_markdown, run_downloads
 
-    context.configure(Settings(data_dir=served["root"] / "data", seed_demo=False))
+    server_state.configure(Settings(data_dir=served["root"] / "data", seed_demo=False))
     run_id, client = served["run_id"], served["client"]
     links = _links(run_downloads(run_id))
     classes = " ".join(cls for cls, _href, _name in links)

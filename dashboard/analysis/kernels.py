@@ -14,8 +14,8 @@ from typing import Literal
 
 import polars as pl
 
+from dashboard.analysis.kernel_keys import with_kernel_keys
 from dashboard.analysis.kernel_names import kernel_labels
-from dashboard.analysis.selection import with_kernel_keys
 
 Group = Literal["name", "op", "layer"]
 GROUPS: tuple[Group, ...] = ("name", "op", "layer")

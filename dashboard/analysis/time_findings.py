@@ -15,7 +15,7 @@ import polars as pl
 from dashboard.analysis import copies as copy_analysis
 from dashboard.analysis import launch_stats, ranks
 from dashboard.analysis.finding import Finding, padded_window, view_href
-from dashboard.analysis.selection import format_keys, kernel_key
+from dashboard.analysis.kernel_keys import format_keys, kernel_key
 from dashboard.analysis.units import format_bytes, format_ns
 
 IDLE_SHARE_MIN = 0.20  # GPU idle over 20 % of its span

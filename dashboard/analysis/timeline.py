@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from dashboard.analysis.selection import kernel_key
+from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.analysis.timeline_index import IntervalIndex, bucket_edges, dominant_per_bucket
 from dashboard.analysis.timeline_lanes import LANE_KEY, display_name, lane_events, lane_table
 from dashboard.analysis.timeline_series import (

@@ -17,7 +17,7 @@ from dash import html
 from dashboard import schema
 from dashboard.exports.perfetto import TRACE_TABLES
 from dashboard.exports.routes import source_href, table_csv_href, trace_href
-from dashboard.layouts.context import current_store
+from dashboard.layouts.server_state import current_store
 from dashboard.store import SOURCE_DIR, RunInfo, RunNotFound
 
 MAX_SOURCE_LINKS = 30

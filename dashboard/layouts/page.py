@@ -9,8 +9,8 @@ import dash_bootstrap_components as dbc
 import plotly.graph_objects as go
 from dash import dcc, html
 
-from dashboard.layouts.context import current_store
 from dashboard.layouts.run_warnings import run_warnings
+from dashboard.layouts.server_state import current_store
 from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import Run, RunNotFound
 

@@ -21,8 +21,8 @@ import dash_bootstrap_components as dbc
 import flask
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, dcc, html
 
-from dashboard.layouts.context import current_store
 from dashboard.layouts.page import default_run_for_path
+from dashboard.layouts.server_state import current_store
 
 PAGES_LOCATION = "_pages_location"  # the dcc.Location Dash's page router listens to
 PAGES_CONTENT = "_pages_content"  # the Div the router fills with the page's layout

@@ -20,9 +20,9 @@ from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.compare_compiler import compiler_body
 from dashboard.layouts.compare_sections import more_sections, planner_body
-from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.controls import kernel_table, rank_control
 from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
 from dashboard.views import compare as view

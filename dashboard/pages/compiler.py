@@ -21,8 +21,8 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, clientside_callback, ctx, dcc, html
 
 from dashboard.layouts.compiler_panels import PANELS, links, panels
-from dashboard.layouts.context import current_store
 from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import URL_STATE, url_state_store
 from dashboard.views import compiler as view
 

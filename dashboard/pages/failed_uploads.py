@@ -16,7 +16,7 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 
-from dashboard.layouts.context import current_jobs
+from dashboard.layouts.server_state import current_jobs
 
 HIDDEN = {"display": "none"}
 

@@ -17,8 +17,8 @@ from dash.exceptions import PreventUpdate
 
 from dashboard.analysis.compare_history import history, predecessor, series_runs
 from dashboard.figures.compare_history import history_figure, run_from_click
-from dashboard.layouts.context import current_store
 from dashboard.layouts.page import chart, page_header, page_href
+from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
 

@@ -15,10 +15,10 @@ from dash import Input, Output, State, callback, dcc, html
 
 from dashboard.analysis.units import format_bytes
 from dashboard.layouts.compare_links import compare_buttons, compare_links
-from dashboard.layouts.context import current_jobs, current_settings, current_store
 from dashboard.layouts.downloads import download_markdown
 from dashboard.layouts.page import page_header, page_href
 from dashboard.layouts.run_warnings import runs_warnings_overview, warnings_details
+from dashboard.layouts.server_state import current_jobs, current_settings, current_store
 from dashboard.layouts.shell import RUNS_VERSION
 from dashboard.pages.failed_uploads import failed_uploads_card
 from dashboard.schema import EVIDENCE_LABELS

@@ -18,8 +18,8 @@ from dashboard.analysis.breakdown import BREAKDOWN_DEFINITION
 from dashboard.analysis.finding import HIGH_SHARE, MEDIUM_SHARE, Finding
 from dashboard.analysis.insights import Insights
 from dashboard.analysis.units import format_ns
-from dashboard.layouts.context import current_store
 from dashboard.layouts.page import chart, missing_notice, page_header, resolve_run
+from dashboard.layouts.server_state import current_store
 from dashboard.store import Run, RunNotFound
 from dashboard.views import insights as view
 

@@ -19,16 +19,15 @@ from dashboard.analysis import run_views
 from dashboard.analysis.breakdown import breakdown_text
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.insights import run_breakdown
-from dashboard.analysis.selection import format_window
 from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.after_charts import AfterCharts
-from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.controls import kernel_table, rank_control, window_chip
 from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
 from dashboard.views import kernels as view
 from dashboard.views.kernel_table import csv_columns, window_text
-from dashboard.views.params import parse_rank
+from dashboard.views.params import format_window, parse_rank
 
 dash.register_page(__name__, path="/kernels", name="Kernels", order=1, title="Kernels · dashboard")
 

@@ -15,14 +15,14 @@ from dash import ALL, Input, Output, Patch, State, callback, clientside_callback
 from dashboard.analysis import run_views
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES
-from dashboard.analysis.selection import format_window
 from dashboard.figures.layers import layer_from_event
-from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.controls import kernel_table, rank_control, window_chip
 from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
 from dashboard.views import layers as view
 from dashboard.views.kernel_table import window_text
+from dashboard.views.params import format_window
 
 dash.register_page(__name__, path="/layers", name="Layers", order=2, title="Layers · dashboard")
 

@@ -27,7 +27,6 @@ from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import memory_view as analysis
 from dashboard.layouts.after_charts import AfterCharts
-from dashboard.layouts.context import current_store
 from dashboard.layouts.memory import (
     CURVES_ID,
     GROWTH_ID,
@@ -41,6 +40,7 @@ from dashboard.layouts.memory import (
     stats_panel,
 )
 from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.pages import memory_cuda
 from dashboard.views import memory as view

@@ -13,13 +13,13 @@ import polars as pl
 from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 
 from dashboard.analysis import cuda_memory as analysis
-from dashboard.analysis.selection import x_range_from_relayout
 from dashboard.analysis.units import format_bytes, format_ns
-from dashboard.layouts.context import current_store
 from dashboard.layouts.page import chart, page_header, page_href
+from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run, RunNotFound
 from dashboard.views import memory_cuda as view
+from dashboard.views.chart_events import x_range_from_relayout
 
 EVIDENCE = view.EVIDENCE
 CURVES_ID = view.CHARTS["cuda-memory"]

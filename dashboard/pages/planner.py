@@ -26,7 +26,6 @@ from dash import ALL, Input, Output, Patch, State, callback, clientside_callback
 from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import planner_view as analysis
-from dashboard.layouts.context import current_store
 from dashboard.layouts.page import page_header, resolve_run
 from dashboard.layouts.planner import (
     DOT_GRAPH_ID,
@@ -46,6 +45,7 @@ from dashboard.layouts.planner_scripts import (
     TAP_JS,
     graph_png_js,
 )
+from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
 from dashboard.views import planner as view

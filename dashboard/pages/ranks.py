@@ -20,13 +20,13 @@ from dash import Input, Output, State, callback, dcc, html, no_update
 
 from dashboard.analysis import ranks_view
 from dashboard.analysis.rank_summaries import STEP_DEFINITION
-from dashboard.analysis.selection import format_window
 from dashboard.analysis.units import format_ns
 from dashboard.figures.ranks import clicked_cell, heatmap_height, step_heatmap
-from dashboard.layouts.context import current_store
 from dashboard.layouts.page import chart, page_header, page_href, resolve_run
+from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
+from dashboard.views.params import format_window
 
 dash.register_page(__name__, path="/ranks", name="Ranks", order=3.5, title="Ranks · dashboard")
 

@@ -19,14 +19,14 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from dashboard.analysis.selection import parse_keys, x_range_from_relayout
-from dashboard.layouts.context import current_store, fired_ids
 from dashboard.layouts.controls import rank_control
 from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import URL_STATE, url_state_store
 from dashboard.views import timeline as view
+from dashboard.views.chart_events import x_range_from_relayout
 from dashboard.views.kernel_table import window_text
-from dashboard.views.params import ALL_RANKS
+from dashboard.views.params import ALL_RANKS, parse_keys
 
 dash.register_page(__name__, path="/timeline", name="Timeline", order=3, title="Timeline · dashboard")
 

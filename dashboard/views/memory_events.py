@@ -22,7 +22,7 @@ from dashboard.analysis.memory_view import (
     existing_op,
     op_summary,
 )
-from dashboard.analysis.selection import x_range_from_relayout
+from dashboard.views.chart_events import x_range_from_relayout
 from dashboard.views.memory import State
 from dashboard.views.params import parse_int
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from dashboard.analysis.selection import SEPARATOR, format_window, parse_keys, parse_window
+from dashboard.analysis.kernel_keys import SEPARATOR
 
 T = TypeVar("T")
 ALL_RANKS = "all"
@@ -26,6 +26,28 @@ class Param(Generic[T]):
     key: str
     parse: Callable[[str | None], T]
     format: Callable[[T], str]
+
+
+def parse_keys(value: str | None) -> list[str]:
+    if not value:
+        return []
+    return [key for key in value.split(SEPARATOR) if len(key) == 8 and all(c in "0123456789abcdef" for c in key)]
+
+
+def format_window(start_ns: int, end_ns: int) -> str:
+    return f"{int(start_ns)}-{int(end_ns)}"
+
+
+def parse_window(value: str | None) -> tuple[int, int] | None:
+    """(start_ns, end_ns) from `window=a-b`; None when absent or malformed."""
+    if not value:
+        return None
+    start, _, end = value.partition("-")
+    try:
+        window = int(start), int(end)
+    except ValueError:
+        return None
+    return window if window[0] < window[1] else None
 
 
 def _text(value: Any) -> str | None:
@@ -86,7 +108,7 @@ def window(key: str = "window") -> Param[tuple[int, int] | None]:
 
 
 def keys(key: str = "sel") -> Param[tuple[str, ...]]:
-    """Selected kernels as 8-hex-digit keys (`analysis.selection.kernel_key`), in order, no repeats."""
+    """Selected kernels as 8-hex-digit keys (`analysis.kernel_keys.kernel_key`), in order, no repeats."""
     return Param(key, lambda value: tuple(dict.fromkeys(parse_keys(_text(value)))), SEPARATOR.join)
 
 

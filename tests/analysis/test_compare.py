@@ -17,7 +17,7 @@ from dashboard.analysis.compare import (
     kernel_comparison,
     layer_comparison,
 )
-from dashboard.analysis.selection import kernel_key
+from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.figures.compare import (
     FASTER,
     SLOWER,

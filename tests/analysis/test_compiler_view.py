@@ -56,22 +56,22 @@ def test_code_html_window_follows_the_marked_line() -> None:
 
 @pytest.fixture
 def compiler_run(tmp_path: Path) -> str:
-    from dashboard.layouts import context
+    from dashboard.layouts import server_state
     from dashboard.settings import Settings
 
-    store = context.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    store = server_state.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
     log = tmp_path / "dump.txt"
     log.write_text(compile_log("add_kernel", 1024) + compile_log("add_kernel", 2048))
     return store.ingest([log], name="ir")
 
 
 def test_render_and_state(compiler_run: str) -> None:
-    from dashboard.layouts import context
+    from dashboard.layouts import server_state
     from dashboard.layouts.compiler_panels import panels
     from dashboard.views import compiler as compiler_view
     from dashboard.views.compiler_data import compiler_data
 
-    run = context.current_store().open(compiler_run)
+    run = server_state.current_store().open(compiler_run)
 
     def state_of(**query: str) -> compiler_view.State:
         return compiler_view.State.from_query(query, run)
@@ -107,12 +107,12 @@ def test_render_and_state(compiler_run: str) -> None:
 
 def test_planner_link_when_the_log_holds_planner_graphs(tmp_path: Path) -> None:
     from dashboard.demo.ws_dumps import attention_kernel, debug_log_text
-    from dashboard.layouts import context
+    from dashboard.layouts import server_state
     from dashboard.layouts.compiler_panels import links
     from dashboard.settings import Settings
     from dashboard.views import compiler as compiler_view
 
-    store = context.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    store = server_state.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
     log = tmp_path / "debug.txt"
     log.write_text(compile_log("attn_fwd", 1024) * 40 + debug_log_text([("attn_fwd", attention_kernel(), True)]))
     run_id = store.ingest([log], name="both")
@@ -129,13 +129,13 @@ def test_braces_survive_colouring() -> None:
 
 
 def test_a_huge_step_sends_a_bounded_window(tmp_path: Path) -> None:
-    from dashboard.layouts import context
+    from dashboard.layouts import server_state
     from dashboard.layouts.compiler_panels import panels
     from dashboard.layouts.ir_code import MAX_RENDER_LINES
     from dashboard.settings import Settings
     from dashboard.views import compiler as compiler_view
 
-    store = context.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    store = server_state.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
     ops = "".join(f"    %v{i} = arith.addi %pid, %pid : i32 loc(#loc1)\n" for i in range(5000))
     log = compile_log("big", 64).replace("    %pid = tt.get_program_id x : i32 loc(#loc1)\n",
                                          "    %pid = tt.get_program_id x : i32 loc(#loc1)\n" + ops)
@@ -151,14 +151,14 @@ def test_a_huge_step_sends_a_bounded_window(tmp_path: Path) -> None:
 def test_python_source_comes_only_from_the_runs_own_copy(tmp_path: Path) -> None:
     """A log names Python paths; the server must not read them off its disk (issue 14: nothing outside
     the data folder), only the copy kept with the run."""
-    from dashboard.layouts import context
+    from dashboard.layouts import server_state
     from dashboard.settings import Settings
     from dashboard.views.compiler_data import python_source
 
     outside = tmp_path / "elsewhere" / "secret_settings.py"
     outside.parent.mkdir()
     outside.write_text("API_TOKEN = 'do-not-serve'\n")
-    store = context.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    store = server_state.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
     log = tmp_path / "dump.txt"
     log.write_text(compile_log("add_kernel", 1024))
     run_id = store.ingest([log], name="no-source")

@@ -8,7 +8,7 @@ import pytest
 
 from dashboard.analysis.finding import Finding, severity_of
 from dashboard.analysis.insights import time_tables
-from dashboard.analysis.selection import kernel_key
+from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.analysis.time_findings import time_findings
 from tests.analysis.test_idle_causes import cause_trace
 from tests.support.findings_trace import TraceBuilder

@@ -6,8 +6,8 @@ import polars as pl
 import pytest
 
 from dashboard.analysis import kernels as ka
+from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.analysis.kernel_names import kernel_labels, short_kernel_name, split_kernel_name
-from dashboard.analysis.selection import kernel_key
 from dashboard.schema import conform, empty
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_kernel__5x_cublas"

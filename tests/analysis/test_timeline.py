@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from dashboard import schema
-from dashboard.analysis.selection import kernel_key
+from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.analysis.timeline import (
     MARK_BUDGET,
     MIN_WINDOW_NS,

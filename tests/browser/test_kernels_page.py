@@ -9,8 +9,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dashboard.analysis import kernels as ka
-from dashboard.analysis.selection import format_window, kernel_key
+from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.store import RunStore
+from dashboard.views.params import format_window
 from tests.support.layered_run import DEVICE_METADATA, GEMM, layered_tables
 
 DISTINCT_KERNELS = 6

@@ -7,8 +7,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from dashboard.analysis.selection import format_window
 from dashboard.store import RunStore
+from dashboard.views.params import format_window
 from tests.support.layered_run import DEVICE_METADATA, layered_tables
 
 AG_ROWS = "#layers-kernels-table .ag-center-cols-container .ag-row"

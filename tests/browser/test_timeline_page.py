@@ -10,9 +10,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dashboard import schema
-from dashboard.analysis.selection import format_window, kernel_key, parse_window
+from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.figures.timeline_marks import GREY
 from dashboard.store import RunStore
+from dashboard.views.params import format_window, parse_window
 from tests.support.kernel_tables import CPU_THREAD, EPOCH_NS, KERNEL_NAMES, kernel_tables
 
 GRAPH = "#timeline-graph .js-plotly-plot"

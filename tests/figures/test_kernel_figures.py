@@ -7,7 +7,7 @@ import pytest
 
 from dashboard.analysis import kernels as ka
 from dashboard.analysis import layers as la
-from dashboard.analysis.selection import kernel_key
+from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.figures.kernels import duration_scatter_figure, keys_from_event, top_kernels_figure
 from dashboard.figures.layers import layer_box_figure, layer_from_event, rate_unit_for
 from dashboard.figures.theme import colour_for

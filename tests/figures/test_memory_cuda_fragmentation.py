@@ -8,30 +8,27 @@ from pathlib import Path
 import pytest
 
 from dashboard.demo import torch_snapshot as demo
-from dashboard.pages import memory_cuda
 from dashboard.store import RunStore
+from dashboard.views import memory_cuda
 from tests.analysis.test_cuda_fragmentation import _builder
 from tests.analysis.test_cuda_memory import _events
 
 
 @pytest.fixture()
-def store(tmp_path: Path, monkeypatch) -> RunStore:
-    runs = RunStore(tmp_path / "data")
-    monkeypatch.setattr(memory_cuda, "current_store", lambda: runs)
-    memory_cuda.cuda_data.cache_clear()
-    yield runs
-    memory_cuda.cuda_data.cache_clear()
+def store(tmp_path: Path) -> RunStore:
+    return RunStore(tmp_path / "data")
 
 
-def _state() -> dict:
-    return {"rank": 0, "device": "", "window": "", "at": None}
+def _figure(store: RunStore, run_id: str):  # noqa: ANN202
+    run = store.open(run_id)
+    return memory_cuda.figures(run, memory_cuda.State.from_query({}, run))["cuda-memory"]
 
 
 def test_a_snapshot_gets_a_fragmentation_row_with_the_replayed_values(store: RunStore, tmp_path: Path) -> None:
     path = tmp_path / "snap.pickle"
     path.write_bytes(pickle.dumps(demo.snapshot_of([_builder()])))
     run_id = store.ingest([path])
-    figure = memory_cuda.render(run_id, _state())["figure"]
+    figure = _figure(store, run_id)
     (line,) = [trace for trace in figure.data if trace.name == "cuda:0 fragmentation"]
     # After each of the 13 entries (see _builder): S1 alone, a, a b, a b c, b requested: one free block (0);
     # b freed: 1 − 8/12; S2 reserved, empty: 1 − 12/24; d in S2: 1 − 8/12 (twice: a requested); a freed:
@@ -45,7 +42,7 @@ def test_a_snapshot_gets_a_fragmentation_row_with_the_replayed_values(store: Run
 
 def test_a_trace_without_segments_has_slack_only(store: RunStore) -> None:
     run_id = store.write("trace", {"device_memory": _events()})
-    figure = memory_cuda.render(run_id, _state())["figure"]
+    figure = _figure(store, run_id)
     assert not [trace for trace in figure.data if "fragmentation" in trace.name]
     assert [trace.name for trace in figure.data if trace.name.endswith("slack")] == ["cuda:0 slack"]
     assert "yaxis3" not in figure.layout.to_plotly_json()

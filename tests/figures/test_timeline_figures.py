@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from dashboard import schema
-from dashboard.analysis.selection import kernel_key
+from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.analysis.timeline import MARK_BUDGET, OVERLAY_GROUP, prepare_timeline, timeline_view
 from dashboard.analysis.units import window_span_text
 from dashboard.figures.theme import colour_for

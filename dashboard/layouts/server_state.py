@@ -1,6 +1,9 @@
-"""The store the running app serves, reachable from page callbacks."""
+"""What the running server serves (its run store, ingest jobs and settings), reachable from page callbacks,
+and which inputs fired the callback being answered."""
 
 from __future__ import annotations
+
+from typing import TypeVar
 
 from dash import ctx
 
@@ -8,6 +11,7 @@ from dashboard.jobs import IngestJobs
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 
+T = TypeVar("T")
 _state: dict[str, object] = {}
 
 
@@ -19,25 +23,23 @@ def configure(settings: Settings) -> RunStore:
     return store
 
 
-def current_store() -> RunStore:
-    store = _state.get("store")
-    if not isinstance(store, RunStore):
+def _configured(key: str, kind: type[T]) -> T:
+    value = _state.get(key)
+    if not isinstance(value, kind):
         raise RuntimeError("the app is not configured: call dashboard.app.create_app first")
-    return store
+    return value
+
+
+def current_store() -> RunStore:
+    return _configured("store", RunStore)
 
 
 def current_jobs() -> IngestJobs:
-    jobs = _state.get("jobs")
-    if not isinstance(jobs, IngestJobs):
-        raise RuntimeError("the app is not configured: call dashboard.app.create_app first")
-    return jobs
+    return _configured("jobs", IngestJobs)
 
 
 def current_settings() -> Settings:
-    settings = _state.get("settings")
-    if not isinstance(settings, Settings):
-        raise RuntimeError("the app is not configured: call dashboard.app.create_app first")
-    return settings
+    return _configured("settings", Settings)
 
 
 def fired_ids() -> frozenset[str]:

@@ -1,14 +1,8 @@
 import polars as pl
 
-from dashboard.analysis.selection import (
-    format_keys,
-    format_window,
-    kernel_key,
-    parse_keys,
-    parse_window,
-    with_kernel_keys,
-    x_range_from_relayout,
-)
+from dashboard.analysis.kernel_keys import format_keys, kernel_key, with_kernel_keys
+from dashboard.views.chart_events import x_range_from_relayout
+from dashboard.views.params import format_window, parse_keys, parse_window
 
 
 def test_kernel_keys_are_stable_short_and_url_safe() -> None:
