@@ -69,6 +69,11 @@ class VirtualClock:
         self.now += ns
 
 
+def _ungraphed(channel_type: int) -> dict[str, int]:
+    """Fields of work launched outside CUDA graphs, on a channel of the given type (1 compute, 2 copy)."""
+    return {"graph_id": 0, "graph_node_id": 0, "channel_id": 0, "channel_type": channel_type}
+
+
 class FakeCuptiBackend:
     """Simulated CUPTI: the backend calls a session makes, plus a tiny GPU to drive."""
 
@@ -207,10 +212,7 @@ class FakeCuptiBackend:
             local_memory_per_thread=0,
             launch_type=0,
             is_device_launched=0,
-            graph_id=0,
-            graph_node_id=0,
-            channel_id=0,
-            channel_type=1,
+            **_ungraphed(channel_type=1),
         )
         return correlation
 
@@ -237,10 +239,7 @@ class FakeCuptiBackend:
             **self._placed(start, end, stream, correlation),
             runtime_correlation_id=correlation,
             flags_=0 if blocking else 1,
-            graph_id=0,
-            graph_node_id=0,
-            channel_id=0,
-            channel_type=2,
+            **_ungraphed(channel_type=2),
             copy_count=1,
             is_device_launched=0,
         )
@@ -258,10 +257,7 @@ class FakeCuptiBackend:
             **self._placed(start, end, stream, correlation),
             memory_kind=MEMORY_KINDS[memory_kind],
             flags_=1,
-            graph_id=0,
-            graph_node_id=0,
-            channel_id=0,
-            channel_type=1,
+            **_ungraphed(channel_type=1),
         )
         return correlation
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -111,6 +112,30 @@ def resolve_run(run_id: str | None, evidence: str, page_path: str) -> tuple[Run 
     if not candidates:
         return None, missing_notice(f"No run has {label} yet.", evidence, page_path)
     return store.open(candidates[0]), None
+
+
+PageBody = Callable[[Run, html.Div, dict[str, Any]], html.Div]
+
+
+def run_page(page_id: str, title: str, subtitle: str, evidence: str, page_path: str,
+             also: str | None = None) -> Callable[[PageBody], Callable[..., html.Div]]:
+    """A page's `layout(run=None, **query)` from its body `(run, header, query) -> Div`.
+
+    The run is the URL's, else the newest with the page's evidence (`also`: a second evidence kind that
+    serves too); without one the page is its header and a notice saying what is missing and how to get it.
+    """
+    def decorate(body: PageBody) -> Callable[..., html.Div]:
+        def layout(run: str | None = None, **query: Any) -> html.Div:
+            chosen, notice = resolve_run(run, evidence, page_path)
+            if chosen is None and also is not None:
+                chosen, _ = resolve_run(run, also, page_path)
+            header = page_header(title, chosen, subtitle)
+            if chosen is None:
+                return html.Div([header, notice], id=f"{page_id}-page")
+            return body(chosen, header, query)
+        layout.__doc__ = body.__doc__
+        return layout
+    return decorate
 
 
 def page_header(title: str, run: Run | None, subtitle: str = "") -> html.Div:

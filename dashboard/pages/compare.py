@@ -33,6 +33,10 @@ dash.register_page(__name__, path="/compare", name="Compare", order=7, title="Co
 
 PATH = "/compare"
 EVIDENCE = "kernels"
+URL_STATE = {"type": "url-state", "page": "compare"}
+# What picks the two sides (A's rank, B's run and rank), and what a section callback reads of the drawn sides.
+SIDE_INPUTS = [Input(f"compare-{name}", "value") for name in ("rank", "other", "other-rank")]
+SIDES_DRAWN = [State("compare-run", "data"), State("compare-other", "value"), State(URL_STATE, "data")]
 _NUMBER = {"type": "numericColumn", "filter": "agNumberColumnFilter", "minWidth": 120,
            "valueFormatter": NUMBER_FORMAT}
 
@@ -181,19 +185,11 @@ def layout(run: str | None = None, **query: Any) -> html.Div:
     Output("compare-sel", "data"),
     Output("compare-layers", "figure"),
     Output("compare-layer", "data"),
-    Output({"type": "url-state", "page": "compare"}, "data"),
-    Input("compare-rank", "value"),
-    Input("compare-other", "value"),
-    Input("compare-other-rank", "value"),
-    Input("compare-top", "value"),
-    Input("compare-delta", "clickData"),
-    Input("compare-scatter", "selectedData"),
-    Input("compare-clear-selection", "n_clicks"),
-    Input("compare-layers", "clickData"),
-    State("compare-sel", "data"),
-    State("compare-layer", "data"),
-    State("compare-run", "data"),
-    State({"type": "url-state", "page": "compare"}, "data"),
+    Output(URL_STATE, "data"),
+    *SIDE_INPUTS, Input("compare-top", "value"),
+    Input("compare-delta", "clickData"), Input("compare-scatter", "selectedData"),
+    Input("compare-clear-selection", "n_clicks"), Input("compare-layers", "clickData"),
+    *[State(f"compare-{name}", "data") for name in ("sel", "layer", "run")], State(URL_STATE, "data"),
     prevent_initial_call=True,
 )
 def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any, bar_click: dict | None,
@@ -246,10 +242,7 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
     Output("compare-kernel-section", "style"),
     Output("compare-kernel-detail", "style"),
     Output("compare-kernel-controls", "style"),
-    Input("compare-rank", "value"),
-    Input("compare-other", "value"),
-    Input("compare-other-rank", "value"),
-    State("compare-run", "data"),
+    *SIDE_INPUTS, State("compare-run", "data"),
     prevent_initial_call=True,
 )
 def update_sections(rank_value: Any, other: Any, other_rank: Any, run_id: str) -> tuple[Any, ...]:
@@ -266,12 +259,9 @@ def update_sections(rank_value: Any, other: Any, other_rank: Any, run_id: str) -
 
 @callback(
     Output("compare-planner-body", "children"),
-    Output({"type": "url-state", "page": "compare"}, "data", allow_duplicate=True),
-    Input("compare-group-a", "value"),
-    Input("compare-group-b", "value"),
-    State("compare-run", "data"),
-    State("compare-other", "value"),
-    State({"type": "url-state", "page": "compare"}, "data"),
+    Output(URL_STATE, "data", allow_duplicate=True),
+    Input("compare-group-a", "value"), Input("compare-group-b", "value"),
+    *SIDES_DRAWN,
     prevent_initial_call=True,
 )
 def update_planner(group_a: str, group_b: str, run_id: str, other: str, url_state: dict | None) -> tuple[Any, ...]:
@@ -284,13 +274,9 @@ def update_planner(group_a: str, group_b: str, run_id: str, other: str, url_stat
     Output("compare-compiler-body", "children"),
     Output("compare-ir-pass", "options"),
     Output("compare-ir-pass", "value"),
-    Output({"type": "url-state", "page": "compare"}, "data", allow_duplicate=True),
-    Input("compare-compile-a", "value"),
-    Input("compare-compile-b", "value"),
-    Input("compare-ir-pass", "value"),
-    State("compare-run", "data"),
-    State("compare-other", "value"),
-    State({"type": "url-state", "page": "compare"}, "data"),
+    Output(URL_STATE, "data", allow_duplicate=True),
+    *[Input(f"compare-{name}", "value") for name in ("compile-a", "compile-b", "ir-pass")],
+    *SIDES_DRAWN,
     prevent_initial_call=True,
 )
 def update_compiler(compile_a: Any, compile_b: Any, ir_pass: Any, run_id: str, other: str,

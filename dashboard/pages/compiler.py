@@ -21,9 +21,10 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, clientside_callback, ctx, dcc, html
 
 from dashboard.layouts.compiler_panels import PANELS, links, panels
-from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import URL_STATE, url_state_store
+from dashboard.store import Run
 from dashboard.views import compiler as view
 
 dash.register_page(__name__, path="/compiler", name="Compiler", order=5.5, title="Compiler · dashboard")
@@ -33,11 +34,8 @@ EVIDENCE = "compiler"
 STATE = {"type": URL_STATE, "page": "compiler"}
 
 
-def layout(run: str | None = None, **query: Any) -> html.Div:
-    chosen, notice = resolve_run(run, EVIDENCE, PATH)
-    header = page_header("Compiler", chosen, "Triton IR pass by pass and stage by stage, mapped to Python lines")
-    if chosen is None:
-        return html.Div([header, notice], id="compiler-page")
+@run_page("compiler", "Compiler", "Triton IR pass by pass and stage by stage, mapped to Python lines", EVIDENCE, PATH)
+def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     state = view.State.from_query(query, chosen)
     # The first view is rendered here, not by initial callbacks: the page arrives drawn.
     parts = panels(chosen, state)

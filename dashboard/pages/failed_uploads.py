@@ -67,10 +67,9 @@ def refresh_failed_uploads(_polling_stopped: bool) -> tuple[Any, ...]:
 @callback(
     Output("failed-upload-message", "children"),
     Output("failed-upload-choice", "options", allow_duplicate=True),
-    Output("ingest-job", "data", allow_duplicate=True),
-    Output("ingest-poll", "disabled", allow_duplicate=True),
-    Output("ingest-message", "children", allow_duplicate=True),
-    Output("ingest-progress", "style", allow_duplicate=True),
+    # a retry is a new ingest job: the runs page's progress bar follows it
+    *[Output(f"ingest-{part}", prop, allow_duplicate=True)
+      for part, prop in (("job", "data"), ("poll", "disabled"), ("message", "children"), ("progress", "style"))],
     Input("retry-upload", "n_clicks"),
     State("failed-upload-choice", "value"),
     prevent_initial_call=True,

@@ -22,9 +22,10 @@ from dashboard.analysis.insights import run_breakdown
 from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.controls import kernel_table, rank_control, window_chip
-from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
+from dashboard.store import Run
 from dashboard.views import kernels as view
 from dashboard.views.kernel_table import csv_columns, window_text
 from dashboard.views.params import format_window, parse_rank
@@ -40,11 +41,8 @@ def _unselected(state: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in state.items() if key != "sel"}
 
 
-def layout(run: str | None = None, **query: Any) -> html.Div:
-    chosen, notice = resolve_run(run, EVIDENCE, PATH)
-    header = page_header("Kernels", chosen, "Where GPU time goes: kernels by total time, launches and duration")
-    if chosen is None:
-        return html.Div([header, notice], id="kernels-page")
+@run_page("kernels", "Kernels", "Where GPU time goes: kernels by total time, launches and duration", EVIDENCE, PATH)
+def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     state = view.State.from_query(query, chosen)
     figures = view.figures(chosen, state)
     rows, columns = view.table(chosen, state)
@@ -124,18 +122,11 @@ def _toggle(selected: list[str], keys: list[str]) -> list[str]:
     Output("kernels-window-chip", "style"),
     Output("kernels-window-text", "children"),
     Output({"type": "url-state", "page": "kernels"}, "data"),
-    Input("kernels-rank", "value"),
-    Input("kernels-group", "value"),
-    Input("kernels-top", "value"),
-    Input("kernels-only-selected", "value"),
-    Input("kernels-window-clear", "n_clicks"),
-    Input("kernels-clear-selection", "n_clicks"),
-    Input("kernels-bar", "clickData"),
-    Input("kernels-scatter", "selectedData"),
-    Input("kernels-table", "selectedRows"),
-    State("kernels-sel", "data"),
-    State("kernels-window", "data"),
-    State("kernels-run", "data"),
+    # controls, then chart and grid events
+    *[Input(f"kernels-{name}", "value") for name in ("rank", "group", "top", "only-selected")],
+    Input("kernels-window-clear", "n_clicks"), Input("kernels-clear-selection", "n_clicks"),
+    Input("kernels-bar", "clickData"), Input("kernels-scatter", "selectedData"), Input("kernels-table", "selectedRows"),
+    *[State(f"kernels-{name}", "data") for name in ("sel", "window", "run")],
     State({"type": "url-state", "page": "kernels"}, "data"),
     prevent_initial_call=True,
 )

@@ -17,9 +17,10 @@ from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES
 from dashboard.figures.layers import layer_from_event
 from dashboard.layouts.controls import kernel_table, rank_control, window_chip
-from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
+from dashboard.store import Run
 from dashboard.views import layers as view
 from dashboard.views.kernel_table import window_text
 from dashboard.views.params import format_window
@@ -78,13 +79,9 @@ def _boxes_drawn(state: dict[str, Any], drawn: dict[str, Any] | None) -> bool:
     return all((drawn or {}).get(key) == state[key] for key in ("rank", "window"))
 
 
-def layout(run: str | None = None, **query: Any) -> html.Div:
-    chosen, notice = resolve_run(run, EVIDENCE, PATH)
-    if chosen is None:  # kernels attributed to layers give layer occurrences even without ranges
-        chosen, _ = resolve_run(run, "kernels", PATH)
-    header = page_header("Layers", chosen, "Per-layer runtime and throughput, forward and backward")
-    if chosen is None:
-        return html.Div([header, notice], id="layers-page")
+# Kernels attributed to layers give layer occurrences even without ranges.
+@run_page("layers", "Layers", "Per-layer runtime and throughput, forward and backward", EVIDENCE, PATH, also="kernels")
+def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     state = view.State.from_query(query, chosen)
     boxes = view.box_figures(chosen, state)
     detail = view.detail(chosen, state)

@@ -39,10 +39,11 @@ from dashboard.layouts.memory import (
     radio,
     stats_panel,
 )
-from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.pages import memory_cuda
+from dashboard.store import Run
 from dashboard.views import memory as view
 from dashboard.views import memory_curves
 from dashboard.views import memory_events as events
@@ -71,10 +72,11 @@ def layout(run: str | None = None, **query: Any) -> html.Div:
     cuda = memory_cuda.cuda_run(run)  # CUDA allocator memory: its own view, picked by the run's evidence
     if cuda is not None:
         return memory_cuda.layout(cuda, query)
-    chosen, notice = resolve_run(run, EVIDENCE, PATH)
-    header = page_header("Memory", chosen, "Device memory per operation: DRAM, L1, L1_SMALL, TRACE")
-    if chosen is None:
-        return html.Div([header, notice], id="memory-page")
+    return tenstorrent_layout(run, **query)
+
+
+@run_page("memory", "Memory", "Device memory per operation: DRAM, L1, L1_SMALL, TRACE", EVIDENCE, PATH)
+def tenstorrent_layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     state = view.State.from_query(query, chosen)
     data = view.data_for(chosen, state)
     figures = view.figures(chosen, state)

@@ -26,7 +26,7 @@ from dash import ALL, Input, Output, Patch, State, callback, clientside_callback
 from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import planner_view as analysis
-from dashboard.layouts.page import page_header, resolve_run
+from dashboard.layouts.page import run_page
 from dashboard.layouts.planner import (
     DOT_GRAPH_ID,
     GRAPH_ID,
@@ -59,11 +59,8 @@ CHART_NAMES = tuple(view.CHARTS)  # the order of the chart outputs of update_sel
 Buffer = tuple[str, int]
 
 
-def layout(run: str | None = None, **query: Any) -> html.Div:
-    chosen, notice = resolve_run(run, EVIDENCE, PATH)
-    header = page_header("Planner", chosen, "Warp-specialization planner: SMEM/TMEM liveness and channels")
-    if chosen is None:
-        return html.Div([header, notice], id="planner-page")
+@run_page("planner", "Planner", "Warp-specialization planner: SMEM/TMEM liveness and channels", EVIDENCE, PATH)
+def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     state = view.State.from_query(query, chosen)
     picker = html.Div([
         html.Small("Group", className="text-muted me-2"),

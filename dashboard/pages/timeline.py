@@ -20,9 +20,10 @@ from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard.layouts.controls import rank_control
-from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import URL_STATE, url_state_store
+from dashboard.store import Run
 from dashboard.views import timeline as view
 from dashboard.views.chart_events import x_range_from_relayout
 from dashboard.views.kernel_table import window_text
@@ -51,11 +52,8 @@ def window_chip(window: tuple[int, int] | None, origin_ns: int) -> html.Div:
         style={} if window else {"display": "none"})
 
 
-def layout(run: str | None = None, **query: Any) -> html.Div:
-    chosen, notice = resolve_run(run, EVIDENCE, PATH)
-    header = page_header("Timeline", chosen, "Kernels, copies, passes and call stacks per stream and thread")
-    if chosen is None:
-        return html.Div([header, notice], id="timeline-page")
+@run_page("timeline", "Timeline", "Kernels, copies, passes and call stacks per stream and thread", EVIDENCE, PATH)
+def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     asked = view.State.from_query(query, chosen)
     drawn = view.drawn(chosen, asked)
     state = view.shown(chosen, asked)
