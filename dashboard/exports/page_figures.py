@@ -36,20 +36,24 @@ def _drawn(page: str) -> PageFigures:
 
 
 PAGES: dict[str, PageFigures] = {page: _drawn(page) for page in (
-    "insights", "kernels", "layers", "timeline", "memory", "planner", "compare", "compiler")}
+    "insights", "kernels", "layers", "timeline", "ranks", "memory", "planner", "compare", "compiler")}
 # Export-only sizing (px), applied to the view's figures: on screen the chart fills its card, on paper a
 # timeline's lanes need the width.
 EXPORT_WIDTHS = {"timeline": 1800}
 # Which evidence a page needs before it has charts to export (any one of a tuple).
 PAGE_EVIDENCE: dict[str, str | tuple[str, ...]] = {
-    "insights": "kernels", "kernels": "kernels", "layers": "layers", "timeline": "kernels",
+    "insights": "kernels", "kernels": "kernels", "layers": "layers", "timeline": "kernels", "ranks": "kernels",
     "memory": ("memory", "cuda_memory"), "planner": "planner", "compare": "kernels", "compiler": "compiler"}
 
 
 def pages_for(run: Run) -> list[str]:
-    """The pages that have charts for this run."""
-    return [page for page, evidence in PAGE_EVIDENCE.items()
-            if any(run.has_evidence(kind) for kind in ((evidence,) if isinstance(evidence, str) else evidence))]
+    """The pages that have charts for this run: its evidence, and what the view asks more (`has_charts`)."""
+    def has(page: str, evidence: str | tuple[str, ...]) -> bool:
+        if not any(run.has_evidence(kind) for kind in ((evidence,) if isinstance(evidence, str) else evidence)):
+            return False
+        has_charts = getattr(_view_module(run, page), "has_charts", None)
+        return has_charts is None or bool(has_charts(run))
+    return [page for page, evidence in PAGE_EVIDENCE.items() if has(page, evidence)]
 
 
 def page_figures(page: str, run: Run, query: Query | None = None) -> dict[str, go.Figure]:

@@ -23,7 +23,7 @@ def heatmap_height(ranks: int) -> int:
 
 
 def step_heatmap(steps: pl.DataFrame) -> go.Figure:
-    """A heatmap of `step_ns` (rank, step, step_ns rows, see analysis/ranks_view.step_matrix)."""
+    """A heatmap of `step_ns` (rank, step, step_ns rows, see analysis/rank_steps.step_matrix)."""
     if steps.height == 0:
         return empty_figure("No profiler steps in this run: step times need ProfilerStep#N ranges or "
                             "kernels with a step.")

@@ -1,12 +1,7 @@
 """`/ranks`: step time per rank × step, the slowest ranks, and the kernels that set a rank apart.
 
-Reads the per-rank summaries a cluster ingest stores (never every kernel row);
-other runs get the same tables grouped from their kernels and ranges
-(analysis/ranks_view.py). Clicking a heatmap cell opens /timeline on that rank
-and that step's window.
-
-URL state: run, rank (the rank whose kernels are compared with the typical rank;
-default the slowest).
+State, charts and tables: views/ranks.py (per-rank summaries where a cluster ingest stored them, never
+every kernel row). Clicking a heatmap cell opens /timeline on that rank and that step's window.
 """
 
 from __future__ import annotations
@@ -18,14 +13,15 @@ import dash_bootstrap_components as dbc
 import polars as pl
 from dash import Input, Output, State, callback, dcc, html, no_update
 
-from dashboard.analysis import ranks_view
+from dashboard.analysis import rank_steps
 from dashboard.analysis.rank_summaries import STEP_DEFINITION
 from dashboard.analysis.units import format_ns
-from dashboard.figures.ranks import clicked_cell, heatmap_height, step_heatmap
-from dashboard.layouts.page import chart, page_header, page_href, resolve_run
+from dashboard.figures.ranks import clicked_cell, heatmap_height
+from dashboard.layouts.page import chart, page_href, run_page
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
+from dashboard.views import ranks as view
 from dashboard.views.params import format_window
 
 dash.register_page(__name__, path="/ranks", name="Ranks", order=3.5, title="Ranks · dashboard")
@@ -63,53 +59,31 @@ def differing_table(differing: pl.DataFrame, rank: int) -> html.Div:
     return dbc.Table([header, html.Tbody(rows)], size="sm", striped=True, className="ranks-table")
 
 
-def _rank_of(value: Any, ranks: list[int], default: int | None) -> int | None:
-    try:
-        rank = int(value)
-    except (TypeError, ValueError):
-        return default
-    return rank if rank in ranks else default
-
-
-def _source_note(run: Run) -> str:
-    if run.summary("steps") is not None:
-        return "Read from the per-rank summaries stored at ingest."
-    return "Computed from the run's kernels and ranges (a cluster ingest stores these summaries ahead)."
-
-
-def layout(run: str | None = None, rank: str | None = None, **_query: Any) -> html.Div:
-    chosen, notice = resolve_run(run, EVIDENCE, PATH)
-    header = page_header("Ranks", chosen, "Step time per rank and step; the slowest ranks and what differs")
-    if chosen is None:
-        return html.Div([header, notice], id="ranks-page")
-    steps = ranks_view.step_matrix(chosen)
-    totals = ranks_view.kernel_totals(chosen)
-    slowest = ranks_view.slowest_ranks(steps)
-    ranks = sorted(totals.get_column("rank").unique().to_list())
-    default = int(slowest.item(0, "rank")) if slowest.height else (ranks[0] if ranks else None)
-    shown = _rank_of(rank, ranks, default)
-    figure = step_heatmap(steps)
-    picker = dcc.Dropdown(id="ranks-rank", options=[{"label": f"rank {r}", "value": r} for r in ranks],
+@run_page("ranks", "Ranks", "Step time per rank and step; the slowest ranks and what differs", EVIDENCE, PATH)
+def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
+    state = view.State.from_query(query, chosen)
+    steps, shown = view.steps(chosen), state.shown_rank(chosen)
+    picker = dcc.Dropdown(id="ranks-rank", options=[{"label": f"rank {r}", "value": r} for r in view.ranks(chosen)],
                           value=shown, clearable=False, style={"minWidth": "140px"})
     return html.Div([
         header,
         dcc.Store(id="ranks-run", data=chosen.id),
         dcc.Location(id="ranks-go", refresh=True),
-        url_state_store("ranks", {"rank": "" if shown is None or shown == default else shown}),
+        url_state_store("ranks", state.url_state()),
         html.Div([f"{steps.get_column('rank').n_unique()} ranks × {steps.get_column('step').n_unique()} steps. ",
-                  f"{STEP_DEFINITION}. ", _source_note(chosen)], className="small text-muted mb-2",
+                  f"{STEP_DEFINITION}. ", view.source_note(chosen)], className="small text-muted mb-2",
                  id="ranks-definition"),
         html.Small("Click a cell to open that rank and step on the timeline.", className="text-muted d-block"),
-        html.Div(chart("ranks-heatmap", figure, f"{chosen.id}-ranks", height=heatmap_height(
-            steps.get_column("rank").n_unique())), className="chart-card"),
+        html.Div(chart("ranks-heatmap", view.figures(chosen, state).get("ranks-heatmap"), f"{chosen.id}-ranks",
+                       height=heatmap_height(steps.get_column("rank").n_unique())), className="chart-card"),
         dbc.Row([
             dbc.Col([html.H5("Slowest ranks", className="mt-3"),
                      html.Div(SLOW_DEFINITION + ".", className="small text-muted mb-1"),
-                     slowest_table(slowest)], lg=5),
+                     slowest_table(view.slowest(chosen))], lg=5),
             dbc.Col([html.Div([html.H5("Kernels that differ from the typical rank", className="mt-3 me-3"),
                                picker], className="d-flex align-items-center flex-wrap"),
                      html.Div(TYPICAL_DEFINITION + ".", className="small text-muted mb-1"),
-                     html.Div(differing_table(ranks_view.kernels_differing(totals, shown), shown)
+                     html.Div(differing_table(view.differing(chosen, state), shown)
                               if shown is not None else None, id="ranks-differing")], lg=7),
         ]),
     ], id="ranks-page")
@@ -122,15 +96,16 @@ def open_cell(click: dict | None, run_id: str) -> Any:
     if cell is None:
         return no_update
     rank, step = cell
-    window = ranks_view.step_window(ranks_view.step_matrix(current_store().open(run_id)), rank, step)
+    window = rank_steps.step_window(view.steps(current_store().open(run_id)), rank, step)
     return page_href("/timeline", run_id, rank=rank, window=format_window(*window) if window else None)
 
 
 @callback(Output("ranks-differing", "children"), Output({"type": "url-state", "page": "ranks"}, "data"),
           Input("ranks-rank", "value"), State("ranks-run", "data"), prevent_initial_call=True)
 def show_rank(rank_value: Any, run_id: str) -> tuple[Any, dict[str, Any]]:
-    totals = ranks_view.kernel_totals(current_store().open(run_id))
-    rank = _rank_of(rank_value, sorted(totals.get_column("rank").unique().to_list()), None)
+    run = current_store().open(run_id)
+    state = view.State.from_query({"rank": rank_value}, run)
+    rank = state.shown_rank(run)
     if rank is None:
         return no_update, no_update
-    return differing_table(ranks_view.kernels_differing(totals, rank), rank), {"rank": rank}
+    return differing_table(view.differing(run, state), rank), state.url_state()

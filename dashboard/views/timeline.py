@@ -15,7 +15,7 @@ from typing import Any, Self
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.analysis.ranks_view import one_rank_timeline
+from dashboard.analysis.rank_steps import one_rank_timeline
 from dashboard.analysis.run_views import kernel_ranks
 from dashboard.analysis.timeline import OVERLAY_GROUP, TimelineData, TimelineView, clamp_window, prepare_timeline
 from dashboard.analysis.timeline import timeline_view as build_view

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
-from dashboard.analysis import ranks_view
+from dashboard.analysis import rank_steps
 from dashboard.store import RunStore
 from tests.support.rank_runs import partitioned_run, rank_traces
 
@@ -38,7 +38,7 @@ def test_ranks_heatmap_click_opens_that_rank_and_step_on_the_timeline(page: Page
     expect(page.locator("#timeline-page")).to_be_visible(timeout=20_000)
     query = {key: values[-1] for key, values in parse_qs(urlparse(page.url).query).items()}
     run = RunStore(server.data_dir).open(rank_run)
-    start, end = ranks_view.step_window(ranks_view.step_matrix(run), rank, step)  # type: ignore[misc]
+    start, end = rank_steps.step_window(rank_steps.step_matrix(run), rank, step)  # type: ignore[misc]
     assert query["run"] == rank_run and query["rank"] == str(rank)
     assert query["window"] == f"{start}-{end}"
     expect(page.locator("#timeline-rank")).to_contain_text(f"rank {rank}")

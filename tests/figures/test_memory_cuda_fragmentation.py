@@ -19,7 +19,7 @@ def store(tmp_path: Path) -> RunStore:
     return RunStore(tmp_path / "data")
 
 
-def _figure(store: RunStore, run_id: str):  # noqa: ANN202
+def _figure(store: RunStore, run_id: str):
     run = store.open(run_id)
     return memory_cuda.figures(run, memory_cuda.State.from_query({}, run))["cuda-memory"]
 

@@ -225,6 +225,12 @@ def _compiler_states(run: Run) -> list[dict[str, str]]:
     ]
 
 
+def _rank_states(run: Run) -> list[dict[str, str]]:
+    from dashboard.views import ranks
+
+    return [{}, {"rank": str(ranks.ranks(run)[-1])}, {"rank": "987"}, {"rank": "x"}]
+
+
 def _on(evidence: str, states: Any) -> Any:
     """Cases of one run with the evidence, for per-run state lists."""
     def cases(store: RunStore) -> Cases:
@@ -244,6 +250,7 @@ CASES = {
     "layers": _on("layers", _layer_states),
     "timeline": _on("kernels", _timeline_states),
     "compiler": _on("compiler", _compiler_states),
+    "ranks": _on("kernels", _rank_states),
 }
 # The view module of a variant, where it is not the page's own.
 VIEW_MODULES = {"memory (CUDA)": "memory_cuda"}

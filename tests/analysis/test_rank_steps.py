@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from dashboard.analysis import ranks_view
+from dashboard.analysis import rank_steps
 from dashboard.figures.ranks import clicked_cell, step_heatmap
 from dashboard.store import RunStore
 from tests.support.rank_runs import partitioned_run, rank_traces
@@ -18,14 +18,14 @@ def test_summaries_and_computed_tables_agree(tmp_path: Path) -> None:
     stored = store.open(partitioned_run(store, inputs, "stored"))
     computed = store.open(store.ingest([inputs], name="computed"))
     assert stored.summary("steps") is not None and computed.summary("steps") is None
-    assert ranks_view.step_matrix(stored).equals(ranks_view.step_matrix(computed))
+    assert rank_steps.step_matrix(stored).equals(rank_steps.step_matrix(computed))
     key = ["rank", "name"]
-    assert ranks_view.kernel_totals(stored).sort(key).equals(ranks_view.kernel_totals(computed).sort(key))
-    steps = ranks_view.step_matrix(computed)
+    assert rank_steps.kernel_totals(stored).sort(key).equals(rank_steps.kernel_totals(computed).sort(key))
+    steps = rank_steps.step_matrix(computed)
     assert steps.height == 9  # 3 ranks × 3 steps of 2,000 launch units
     ranges = computed.frame("ranges").filter(pl.col("name") == "ProfilerStep#1", pl.col("rank") == 2)
-    assert ranks_view.step_window(steps, 2, 1) == (ranges.item(0, "start_ns"), ranges.item(0, "end_ns"))
-    assert ranks_view.step_window(steps, 7, 1) is None
+    assert rank_steps.step_window(steps, 2, 1) == (ranges.item(0, "start_ns"), ranges.item(0, "end_ns"))
+    assert rank_steps.step_window(steps, 7, 1) is None
 
 
 def test_kernel_steps_when_no_step_ranges() -> None:
@@ -41,12 +41,12 @@ def test_kernel_steps_when_no_step_ranges() -> None:
 def test_slowest_ranks_and_kernels_differing_from_the_typical_rank() -> None:
     steps = pl.DataFrame({"rank": [0, 0, 1, 1, 2, 2], "step": [0, 1] * 3,
                           "step_ns": [100, 100, 100, 120, 300, 100]})
-    slowest = ranks_view.slowest_ranks(steps)
+    slowest = rank_steps.slowest_ranks(steps)
     assert slowest.get_column("rank").to_list() == [2, 1, 0]
     assert slowest.get_column("vs_median_ns").to_list() == [90.0, 0.0, -10.0]  # median of 100, 110, 200
     totals = pl.DataFrame({"rank": [0, 1, 2, 0, 1, 2, 2], "name": ["gemm"] * 3 + ["add"] * 3 + ["nccl"],
                            "count": [1] * 7, "total_ns": [100, 110, 400, 10, 10, 10, 50]})
-    differing = ranks_view.kernels_differing(totals, 2)
+    differing = rank_steps.kernels_differing(totals, 2)
     assert differing.rows() == [("gemm", 400, 110.0, 290.0), ("nccl", 50, 0.0, 50.0), ("add", 10, 10.0, 0.0)]
 
 
@@ -97,8 +97,8 @@ def test_one_rank_timeline_reads_only_that_rank_on_the_run_clock(tmp_path: Path)
 
     store = RunStore(tmp_path / "data")
     run = store.open(partitioned_run(store, rank_traces(tmp_path / "ranks", 9, kernels=300)))
-    whole = prepare_timeline(*(run.frame(t) for t in ranks_view.TIMELINE_TABLES))
-    one = ranks_view.one_rank_timeline(run, 3)
+    whole = prepare_timeline(*(run.frame(t) for t in rank_steps.TIMELINE_TABLES))
+    one = rank_steps.one_rank_timeline(run, 3)
     assert one.ranks == [3]
     assert one.start_ns == run_origin_ns(run) == whole.start_ns
     lanes_of_3 = whole.lanes.filter(pl.col("rank") == 3).get_column("lane")

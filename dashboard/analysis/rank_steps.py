@@ -1,4 +1,4 @@
-"""What the ranks view shows: step time per rank × step, the slowest ranks, and their odd kernels.
+"""Ranks side by side: step time per rank × step, the slowest ranks, and the kernels that set one apart.
 
 A run ingested on a cluster carries per-rank summaries (analysis/rank_summaries.py)
 and these read only them; any other run gets the same tables computed from its
@@ -17,7 +17,6 @@ Definitions (written on the page too):
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
 
 import polars as pl
 
@@ -30,7 +29,6 @@ SLOWEST_SHOWN = 10
 KERNELS_SHOWN = 10
 
 
-@lru_cache(maxsize=16)
 def step_matrix(run: Run) -> pl.DataFrame:
     """rank, step, start_ns, end_ns, step_ns, source: one row per rank and profiler step."""
     stored = run.summary("steps")
@@ -56,7 +54,6 @@ def step_matrix(run: Run) -> pl.DataFrame:
     return pl.concat(parts).sort("rank", "step") if parts else pl.DataFrame(schema=STEP_SCHEMA)
 
 
-@lru_cache(maxsize=16)
 def kernel_totals(run: Run) -> pl.DataFrame:
     """rank, name, count, total_ns (the stored summary, or grouped from the kernels lazily)."""
     stored = run.summary("kernels")
