@@ -16,10 +16,22 @@ import polars as pl
 from dashboard.collectors.base import IngestError, is_gzip, read_source_bytes
 from dashboard.collectors.failures import sqlite_problem
 
-try:  # SQLite straight into Arrow columns (ADBC's driver): no Python object per value
-    import adbc_driver_sqlite.dbapi as adbc_sqlite
-except ImportError:  # the row-by-row reader below does the same, ~2-3x slower
-    adbc_sqlite = None
+# SQLite straight into Arrow columns (ADBC's driver): no Python object per value. Imported on the first
+# export read (it loads pyarrow: ~0.2-0.3 s that every other ingest would pay); None when not installed,
+# and the row-by-row reader below does the same, ~2-3x slower.
+_NOT_LOADED: Any = object()
+adbc_sqlite: Any = _NOT_LOADED
+
+
+def _adbc_sqlite() -> Any:
+    global adbc_sqlite
+    if adbc_sqlite is _NOT_LOADED:
+        try:
+            import adbc_driver_sqlite.dbapi as module
+        except ImportError:
+            module = None
+        adbc_sqlite = module
+    return adbc_sqlite
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _HEADER_BYTES = 100
@@ -102,11 +114,12 @@ class Export:
         """The query read into Arrow by ADBC's SQLite driver, cast to `schema`; None when it cannot be
         (driver absent, a gzip export held in memory, a value of another type or not UTF-8): the caller
         then reads row by row, which also words any problem precisely."""
-        if adbc_sqlite is None or is_gzip(self.path):
+        driver = _adbc_sqlite()
+        if driver is None or is_gzip(self.path):
             return None
         try:
             if self._arrow_conn is None:
-                self._arrow_conn = adbc_sqlite.connect(f"{self.path.resolve().as_uri()}?mode=ro")
+                self._arrow_conn = driver.connect(f"{self.path.resolve().as_uri()}?mode=ro")
             with self._arrow_conn.cursor() as cursor:
                 cursor.execute(sql)
                 table = cursor.fetch_arrow_table()
