@@ -82,7 +82,9 @@ def timed_tree(command: list[str], env: dict[str, str] | None = None,
     for thread in threads:
         thread.start()
     assert process.stdout is not None
-    out = process.stdout.read()
+    out = process.stdout.readline()  # the run id, printed once the run is published
+    lines.append((time.perf_counter() - started, "ingest: printed the run id, exiting"))
+    out += process.stdout.read()
     process.wait(timeout=timeout)
     wall = time.perf_counter() - started
     for thread in threads:
@@ -93,7 +95,7 @@ def timed_tree(command: list[str], env: dict[str, str] | None = None,
 def phases(lines: list[tuple[float, str]], end: float) -> str:
     """`phase seconds` from the timestamped progress lines (each lasts until the next begins; the last, `end`)."""
     starts: list[tuple[float, str]] = []
-    for seconds, line in lines:
+    for seconds, line in sorted(lines):  # stdout's mark and stderr's lines come from two threads
         if not line.startswith("ingest: "):
             continue
         message = line.removeprefix("ingest: ").lstrip(" 0123456789.%")
