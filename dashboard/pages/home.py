@@ -218,13 +218,15 @@ def poll_ingest(_ticks: int, job_id: str | None, version: int) -> tuple[Any, ...
     if state == "running":
         fraction = status.get("fraction")
         value = 100 if fraction is None else round(fraction * 100)
-        message = html.Span(status.get("message", ""), className="text-muted ingest-status")
+        message = html.Div([html.Span(status.get("message", ""), className="text-muted ingest-status"),
+                            _phases_line(status)])
         return value, f"{value}%", message, False, dash.no_update, dash.no_update, {"display": "flex"}
     hidden = {"display": "none"}
     if state == "done":
         run_id = status["run_id"]
         message = dbc.Alert(["Ingested ", html.Strong(", ".join(status.get("files", []))), " as ",
-                             dcc.Link(run_id, href=_best_page(run_id)), ".", _new_run_warnings(run_id)],
+                             dcc.Link(run_id, href=_best_page(run_id)), ".", _phases_line(status),
+                             _new_run_warnings(run_id)],
                             color="success", dismissable=True, className="ingest-success")
         return 100, "100%", message, True, runs_rows(), (version or 0) + 1, hidden
     error = status.get("error") or status.get("message", "unknown error")
@@ -233,6 +235,15 @@ def poll_ingest(_ticks: int, job_id: str | None, version: int) -> tuple[Any, ...
                                   className="small")],
                         color="danger", dismissable=True, className="ingest-error")
     return 0, "", message, True, dash.no_update, dash.no_update, hidden
+
+
+def _phases_line(status: dict[str, Any]) -> html.Div | None:
+    """The ingest's phases so far with their seconds: the lines `dashboard ingest` prints, on one line."""
+    phases = [phase for phase in status.get("phases") or [] if isinstance(phase, dict)]
+    if not phases:
+        return None
+    shown = " · ".join(f"{phase.get('name', '')} {float(phase.get('seconds') or 0):.1f} s" for phase in phases)
+    return html.Div(f"Phases (wall seconds each): {shown}", className="small text-muted ingest-phases")
 
 
 def _new_run_warnings(run_id: str) -> html.Details | None:
