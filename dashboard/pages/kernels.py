@@ -15,7 +15,7 @@ from dash import Input, Output, Patch, State, callback, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import kernels as kernel_analysis
-from dashboard.analysis import run_views
+from dashboard.analysis import run_views, summary_views
 from dashboard.analysis.breakdown import breakdown_text
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.insights import run_breakdown
@@ -64,8 +64,9 @@ def _group(value: Any) -> str:
 def totals_text(view: run_views.KernelView, group: str, selected: list[str], busy: str = "") -> str:
     share = f" · selection: {len(selected)} kernel{'s' if len(selected) != 1 else ''}" if selected else ""
     busy_part = f" · {busy}" if busy else ""
+    source = f" · numbers {view.source}" if view.source else ""
     return (f"{view.launches:,} launches · {format_ns(view.gpu_time_ns)} of kernel time{busy_part} · "
-            f"{view.summary.height} {GROUP_CHOICES[group]}s{share}")
+            f"{view.summary.height} {GROUP_CHOICES[group]}s{share}{source}")
 
 
 def _spread_ranks(view: run_views.KernelView) -> int:
@@ -182,12 +183,21 @@ def layout(run: str | None = None, rank: str | None = None, sel: str | None = No
         controls,
         html.Div(view["totals"], id="kernels-totals", className="small text-muted"),
         html.Div(f"GPU busy: {BUSY_DEFINITION}.", id="kernels-busy-definition", className="small text-muted"),
-        html.Div(["GPU time breakdown, whole run: ", breakdown_text(run_breakdown(chosen)), " · ",
+        html.Div(["GPU time breakdown, whole run: ", _breakdown_line(chosen), " · ",
                   dcc.Link("Insights →", href=f"/insights?run={chosen.id}")],
                  id="kernels-breakdown", className="small text-muted mb-2"),
         graphs,
         table,
     ], id="kernels-page")
+
+
+def _breakdown_line(run: Run) -> str:
+    """The breakdown's headline, except at many ranks with summaries: it merges every kernel's interval,
+    which opening this page never reads there (analysis/summary_views.py)."""
+    ranks = summary_views.summary_ranks(run)
+    if ranks is not None and len(ranks) > summary_views.SUMMARY_MIN_RANKS:
+        return f"per rank on Insights ({len(ranks)} ranks: it reads every kernel's interval, this page only summaries)"
+    return breakdown_text(run_breakdown(run))
 
 
 def _toggle(selected: list[str], keys: list[str]) -> list[str]:
