@@ -30,7 +30,9 @@ _WRITE_THREADS = 4
 def write_table(path: Path, table: str, frame: pl.DataFrame) -> int:
     """One canonical table as parquet, time-sorted when it has times (window queries skip row groups)."""
     conformed = schema.conform(table, frame)
-    if "start_ns" in conformed.columns:
+    # Collectors mostly hand tables over in time order already: checking one column is ~100x cheaper
+    # than sorting every column again (~0.2 s for a 260 MB trace's tables).
+    if "start_ns" in conformed.columns and not conformed.get_column("start_ns").is_sorted(nulls_last=True):
         conformed = conformed.sort("start_ns", nulls_last=True)
     conformed.write_parquet(path, **PARQUET_OPTIONS)
     return conformed.height
