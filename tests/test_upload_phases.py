@@ -54,3 +54,20 @@ def test_a_phase_log_keeps_every_new_message_once_with_its_duration() -> None:
     listed = log.as_list()
     assert [phase["name"] for phase in listed] == ["detecting formats", "kineto: decoding a.json", "writing run"]
     assert all(phase["seconds"] >= 0 for phase in listed)
+
+
+def test_the_home_page_shows_the_phases_latest_last(tmp_path: Path) -> None:
+    from dashboard.app import create_app
+    from dashboard.settings import Settings
+
+    create_app(Settings(data_dir=tmp_path, seed_demo=False))  # registers the pages
+    from dashboard.pages.home import _phases_line
+
+    assert _phases_line({"state": "running"}) is None
+    line = _phases_line({"phases": [{"name": "detecting formats", "seconds": 0.21},
+                                    {"name": "writing run", "seconds": 1.04}]})
+    assert line is not None
+    assert line.children == "Phases (wall seconds each): detecting formats 0.2 s · writing run 1.0 s"
+    many = _phases_line({"phases": [{"name": f"nsys: reading r{i}.sqlite", "seconds": 1} for i in range(15)]})
+    assert many is not None and "(3 earlier)" in many.children
+    assert "r14.sqlite" in many.children and "r2.sqlite" not in many.children
