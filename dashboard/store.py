@@ -34,7 +34,7 @@ from dashboard import schema
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, ProgressFn, no_progress
 from dashboard.owners import owner_is_gone, read_owner, write_owner
-from dashboard.run_writer import PARQUET_OPTIONS, SourceCopy, write_tables
+from dashboard.run_writer import SourceCopy, write_tables
 from dashboard.sources import copy_sources, refuse_symlink_inputs, symlinks_under
 
 RUN_FILE = "run.json"
@@ -50,7 +50,6 @@ OWNER_SUFFIX = ".owner"
 # Partitioned tables (cluster ingest): DIR/<table>/rank=<N>/part-<i>.parquet; per-rank summaries beside them.
 PARTITION_GLOB = "rank=*/*.parquet"
 SUMMARY_PREFIX = "summary_"
-__all__ = ["PARQUET_OPTIONS", "RunStore"]  # PARQUET_OPTIONS: where cluster workers have always taken it from
 
 
 class RunNotFound(KeyError):
