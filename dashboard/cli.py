@@ -16,10 +16,10 @@ from typing import Any
 
 import click
 
-from dashboard.allocator import prefer_prompt_release
+from dashboard.allocator import input_bytes, prefer_prompt_release
 
 if "ingest" in sys.argv[1:]:  # before anything loads polars (see dashboard.allocator); not for serving
-    prefer_prompt_release()
+    prefer_prompt_release(input_bytes(sys.argv[sys.argv.index("ingest") + 1:]))
 
 from dashboard.settings import DEFAULT_HOST, DEFAULT_MAX_UPLOAD_MB, DEFAULT_PORT, Settings
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dashboard.allocator import ALLOCATOR_ENV, PROMPT_RELEASE
+from dashboard.allocator import ALLOCATOR_ENV, PROMPT_RELEASE, PROMPT_RELEASE_BELOW_BYTES, input_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = """
@@ -33,6 +33,19 @@ def test_ingest_sets_prompt_release_before_polars_loads_and_serving_does_not() -
     assert PROMPT_RELEASE not in _setting("--port", "8050")
     users = _setting("ingest", "x", env={ALLOCATOR_ENV: "dirty_decay_ms:700"})
     assert users.endswith("dirty_decay_ms:700") and PROMPT_RELEASE not in users  # the user's setting is kept
+
+
+def test_big_inputs_keep_the_default_allocator(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    with open(big, "wb") as handle:  # sparse: the size without the disk space
+        handle.truncate(PROMPT_RELEASE_BELOW_BYTES)
+    small = tmp_path / "ranks"
+    small.mkdir()
+    (small / "rank-0.json").write_bytes(b"{}" * 100)
+    assert input_bytes([str(big), "--data", "nowhere"]) == PROMPT_RELEASE_BELOW_BYTES
+    assert input_bytes([str(small)]) == 200
+    assert PROMPT_RELEASE not in _setting("ingest", str(big))
+    assert _setting("ingest", str(small)).endswith(PROMPT_RELEASE)
 
 
 def test_a_kineto_ingest_loads_neither_pyarrow_nor_the_sqlite_driver(tmp_path: Path) -> None:
