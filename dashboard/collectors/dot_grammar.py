@@ -22,11 +22,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import pairwise
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from lark import Lark
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
+
+from dashboard.collectors.lazy_regex import LazyPattern
 
 _GRAMMAR = r"""
 start: graph+
@@ -44,21 +46,6 @@ subgraph: (SUBGRAPH ID?)? LBRACE stmts? _RBRACE
 # (`*+`, `++`) or atomic (`(?>...)`), and the alternatives inside a loop start with different characters,
 # so a failed match never re-splits what a loop already consumed. With plain `*` an unclosed `[xxxx...`
 # took time x4 per two characters (issue 14).
-class _LazyPattern:
-    """A regular expression compiled on first use. The patterns below take ~0.07 s to compile (more on a
-    busy machine), which every ingest paid at start-up because the registry imports every collector to
-    sniff a file, DOT or not."""
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self._pattern, self._flags = pattern, flags
-        self._compiled: re.Pattern[str] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._compiled is None:
-            self._compiled = re.compile(self._pattern, self._flags)
-        return getattr(self._compiled, name)
-
-
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
 _HTML = r"<(?:[^<>]++|<[^<>]*+>)*+>"  # HTML labels: text and tags (<TD>, <B>...) inside one <...>
 _NUMERAL = r"-?(?:\.[0-9]++|[0-9]++(?:\.[0-9]*+)?+)"
@@ -67,7 +54,7 @@ _ANY_ID = rf"(?>{_STRING}(?:\s*+\+\s*+{_STRING})*+|{_HTML}|{_NUMERAL}|{_NAME})"
 
 # A port (`node:port:compass`) only steers where an edge touches a node's box: the lexer drops it.
 _PORT = rf"(?:\s*+:\s*+(?>{_STRING}|{_NAME}|{_NUMERAL}))*+"
-_TOKEN = _LazyPattern(
+_TOKEN = LazyPattern(
     "|".join(
         [
             r"(?P<SKIP>(?:[ \t\r\n\f;]++|//[^\n]*+|(?>/\*[\s\S]*?\*/)|(?m:^#[^\n]*+))++)",
@@ -85,9 +72,9 @@ _TOKEN = _LazyPattern(
 )
 # One separator between pairs: `\s*+(?:[,;]\s*+)?+`, never two adjacent `\s*` that could share the blanks.
 # re.S as in the lexer: a quoted string may continue on the next line after a backslash.
-_ATTR_LIST = _LazyPattern(rf"(?:\[\s*+(?:{_ANY_ID}\s*+=\s*+{_ANY_ID}\s*+(?:[,;]\s*+)?+)*+\]\s*+)++", re.S)
-_ATTR_PAIR = _LazyPattern(rf"({_ANY_ID})\s*+=\s*+({_ANY_ID})", re.S)
-_ATTR_STEP = _LazyPattern(rf"(?P<sep>[\s,;\[\]]++)|(?P<pair>{_ANY_ID}\s*+=\s*+{_ANY_ID})|(?P<bad>.)", re.S)
+_ATTR_LIST = LazyPattern(rf"(?:\[\s*+(?:{_ANY_ID}\s*+=\s*+{_ANY_ID}\s*+(?:[,;]\s*+)?+)*+\]\s*+)++", re.S)
+_ATTR_PAIR = LazyPattern(rf"({_ANY_ID})\s*+=\s*+({_ANY_ID})", re.S)
+_ATTR_STEP = LazyPattern(rf"(?P<sep>[\s,;\[\]]++)|(?P<pair>{_ANY_ID}\s*+=\s*+{_ANY_ID})|(?P<bad>.)", re.S)
 _STRING_PART = re.compile(_STRING, re.S)
 _KEYWORDS = {"strict": "STRICT", "graph": "GRAPH", "digraph": "DIGRAPH", "node": "NODE", "edge": "EDGE",
              "subgraph": "SUBGRAPH"}
@@ -292,8 +279,7 @@ class _Build:
 
 
 @cache
-def _parser() -> Lark:
-    # Built on first use: building it costs ~0.1-0.3 s, which every CLI ingest (of any format) paid at import.
+def _parser() -> Lark:  # built on first use: ~0.1-0.3 s that every ingest (any format) paid at import
     return Lark(_GRAMMAR, parser="lalr", lexer=_DotLexer, transformer=_Build())
 
 
