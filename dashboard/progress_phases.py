@@ -37,3 +37,18 @@ class PhaseLog:
 def phase_names(status: dict[str, Any]) -> list[str]:
     """The phase names a job's status lists (empty for a status written before phases were kept)."""
     return [str(phase.get("name", "")) for phase in status.get("phases") or [] if isinstance(phase, dict)]
+
+
+PHASES_SHOWN = 12
+
+
+def phases_text(status: dict[str, Any]) -> str | None:
+    """`Phases (wall seconds each): detecting formats 0.2 s · …` for a job's status; None without phases.
+    A folder of many files has a phase per file: the latest PHASES_SHOWN, and how many came before."""
+    phases = [phase for phase in status.get("phases") or [] if isinstance(phase, dict)]
+    if not phases:
+        return None
+    earlier = f"({len(phases) - PHASES_SHOWN} earlier) · " if len(phases) > PHASES_SHOWN else ""
+    shown = " · ".join(f"{phase.get('name', '')} {float(phase.get('seconds') or 0):.1f} s"
+                       for phase in phases[-PHASES_SHOWN:])
+    return f"Phases (wall seconds each): {earlier}{shown}"

@@ -21,6 +21,7 @@ from dashboard.layouts.page import page_header, page_href
 from dashboard.layouts.run_warnings import runs_warnings_overview, warnings_details
 from dashboard.layouts.shell import RUNS_VERSION
 from dashboard.pages.failed_uploads import failed_uploads_card
+from dashboard.progress_phases import phases_text
 from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import RunInfo, RunNotFound
 
@@ -237,19 +238,10 @@ def poll_ingest(_ticks: int, job_id: str | None, version: int) -> tuple[Any, ...
     return 0, "", message, True, dash.no_update, dash.no_update, hidden
 
 
-_PHASES_SHOWN = 12
-
-
 def _phases_line(status: dict[str, Any]) -> html.Div | None:
     """The ingest's phases so far with their seconds: the lines `dashboard ingest` prints, on one line."""
-    phases = [phase for phase in status.get("phases") or [] if isinstance(phase, dict)]
-    if not phases:
-        return None
-    # A folder of many files has a phase per file: the latest ones, and how many came before.
-    earlier = f"({len(phases) - _PHASES_SHOWN} earlier) · " if len(phases) > _PHASES_SHOWN else ""
-    shown = " · ".join(f"{phase.get('name', '')} {float(phase.get('seconds') or 0):.1f} s"
-                       for phase in phases[-_PHASES_SHOWN:])
-    return html.Div(f"Phases (wall seconds each): {earlier}{shown}", className="small text-muted ingest-phases")
+    text = phases_text(status)
+    return None if text is None else html.Div(text, className="small text-muted ingest-phases")
 
 
 def _new_run_warnings(run_id: str) -> html.Details | None:
