@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dashboard.allocator import ALLOCATOR_ENV, PROMPT_RELEASE
 from dashboard.collectors.base import IngestError
 from dashboard.store import RunStore
 
@@ -152,6 +153,8 @@ def _child_env() -> dict[str, str]:
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    # Parsing under a memory budget: freed pages go back at once rather than count against it.
+    env.setdefault(ALLOCATOR_ENV, PROMPT_RELEASE)
     return env
 
 

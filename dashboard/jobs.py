@@ -33,6 +33,7 @@ from dashboard.collectors.base import ProgressFn
 from dashboard.collectors.failures import ingest_failure
 from dashboard.ingest_budget import Budget, run_in_child, scaled_budget
 from dashboard.owners import owner_is_gone
+from dashboard.progress_phases import PhaseLog
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 
@@ -90,6 +91,14 @@ class IngestJobs:
             status = self._orphaned(job_id, status)
         return status
 
+    def _recorded_phases(self, job_id: str) -> dict[str, Any]:
+        """{"phases": [...]} as the status file has them, or {}."""
+        try:
+            phases = json.loads(self._status_path(job_id).read_text(encoding="utf-8")).get("phases")
+        except (KeyError, OSError, ValueError, AttributeError):
+            return {}
+        return {"phases": phases} if isinstance(phases, list) else {}
+
     def _recorded_state(self, job_id: str) -> str | None:
         try:
             return json.loads(self._status_path(job_id).read_text(encoding="utf-8")).get("state")
@@ -141,9 +150,9 @@ class IngestJobs:
                                                      job["name"], pid=pid))
 
         def ending() -> None:
-            # ...and this worker owns it again until it has written the outcome.
+            # ...and this worker owns it again until it has written the outcome (the child's phases kept).
             self._write(job["job_id"], self._running(Path(job["upload"]), job["files"], 1.0, "finishing",
-                                                     job["name"]))
+                                                     job["name"]) | self._recorded_phases(job["job_id"]))
 
         try:
             run_id = run_in_child(self.store.data_dir, files, job["name"], self.budget_for(files), job=job,
@@ -159,9 +168,10 @@ class IngestJobs:
         upload_folder, names, job_id = Path(job["upload"]), list(job["files"]), job["job_id"]
         if self._recorded_state(job_id) in ("done", "error"):
             return  # already finished: a reader found the child dead first and kept the upload
+        phases = self._recorded_phases(job_id)
         if failure is None:
             shutil.rmtree(upload_folder, ignore_errors=True)  # the run's source/ holds the bytes now
-            self._write(job_id, {"state": "done", "run_id": run_id, "fraction": 1.0, "files": names})
+            self._write(job_id, {"state": "done", "run_id": run_id, "fraction": 1.0, "files": names} | phases)
             return
         prefix = f"{upload_folder}{os.sep}"
         # One plain line for the page (the error contract); a child's unexpected error arrives only
@@ -169,7 +179,7 @@ class IngestJobs:
         problem = ingest_failure(failure, ", ".join(names)).replace(prefix, "")
         kept = self._keep_failed_upload(upload_folder, job_id)
         self._write(job_id, {"state": "error", "error": problem, "files": names, "kept_at": str(kept),
-                             "name": job.get("name")})
+                             "name": job.get("name")} | phases)
 
     @staticmethod
     def _running(upload_folder: Path, names: list[str], fraction: float | None, message: str,
@@ -262,16 +272,19 @@ class IngestJobs:
 
 
 def throttled_status(jobs: IngestJobs, job: dict[str, Any]) -> ProgressFn:
-    """A progress sink writing the job's status file at most five times a second (from the child)."""
+    """A progress sink writing the job's status file at most five times a second (from the child), and at
+    every new phase: the status lists the phases the CLI prints (`progress_phases`)."""
     last_write = 0.0
     upload_folder = Path(job["upload"])
+    phases = PhaseLog()
 
     def progress(fraction: float | None, message: str) -> None:
         nonlocal last_write
         now = time.monotonic()
-        if now - last_write < 0.2:
+        if not phases.note(message) and now - last_write < 0.2:
             return
         last_write = now
-        jobs._write(job["job_id"], jobs._running(upload_folder, job["files"], fraction, message, job.get("name")))
+        status = jobs._running(upload_folder, job["files"], fraction, message, job.get("name"))
+        jobs._write(job["job_id"], status | {"phases": phases.as_list()})
 
     return progress

@@ -34,6 +34,7 @@ from dashboard import schema
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, ProgressFn, no_progress
 from dashboard.owners import owner_is_gone, read_owner, write_owner
+from dashboard.run_writer import SourceCopy, write_tables
 from dashboard.sources import copy_sources, refuse_symlink_inputs, symlinks_under
 
 RUN_FILE = "run.json"
@@ -49,8 +50,6 @@ OWNER_SUFFIX = ".owner"
 # Partitioned tables (cluster ingest): DIR/<table>/rank=<N>/part-<i>.parquet; per-rank summaries beside them.
 PARTITION_GLOB = "rank=*/*.parquet"
 SUMMARY_PREFIX = "summary_"
-# zstd level 1: files as small as the default level's (6.8 vs 6.9 MB for a 264 MB trace) in 2/3 of the time.
-PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "compression_level": 1, "statistics": True}
 
 
 class RunNotFound(KeyError):
@@ -250,22 +249,25 @@ class RunStore:
         self.remove_stale_staging()
         refuse_symlink_inputs(inputs)
         skipped_links = [f"{link}: symbolic link, skipped" for link in symlinks_under(inputs)]
-        collected = registry.collect(inputs, progress)
-        if not collected.tables:
-            # Say why when the rows were there but none could be kept.
-            reasons = "; ".join(w.removeprefix(f"{inputs[0]}: ") for w in collected.warnings[:3])
-            raise IngestError(inputs[0], "recognised, but it holds no events or records to show"
-                              + (f" ({reasons})" if reasons else ""))
-        progress(None, "writing run")
-        return self.write(
-            name=name or default_name(inputs),
-            tables=collected.tables,
-            sources=inputs,
-            parse_seconds=collected.parse_seconds,
-            collectors=collected.collectors,
-            metadata=collected.metadata,
-            warnings=skipped_links + collected.warnings,
-        )
+        name = name or default_name(inputs)
+        staging = self.new_staging(name)
+        # The inputs are copied into the run while they are parsed: the copy needs nothing from the parse.
+        copying = SourceCopy(inputs, staging / SOURCE_DIR)
+        try:
+            collected = registry.collect(inputs, progress)
+            if not collected.tables:
+                # Say why when the rows were there but none could be kept.
+                reasons = "; ".join(w.removeprefix(f"{inputs[0]}: ") for w in collected.warnings[:3])
+                raise IngestError(inputs[0], "recognised, but it holds no events or records to show"
+                                  + (f" ({reasons})" if reasons else ""))
+            progress(None, "writing run")
+            row_counts = write_tables(staging, collected.tables)
+            return self.publish_staging(staging, name, row_counts, copying.result(), inputs,
+                                        collected.parse_seconds, collected.collectors, collected.metadata,
+                                        skipped_links + collected.warnings)
+        finally:
+            copying.wait()  # before the folder it writes into is removed
+            self.drop_staging(staging)
 
     def write(
         self,
@@ -280,14 +282,7 @@ class RunStore:
         """Write a new run from canonical tables; it appears in `runs/` whole or not at all."""
         staging = self.new_staging(name)
         try:
-            row_counts: dict[str, int] = {}
-            for table, frame in tables.items():
-                conformed = schema.conform(table, frame)
-                if "start_ns" in conformed.columns:
-                    # Time-sorted files let window queries skip row groups.
-                    conformed = conformed.sort("start_ns", nulls_last=True)
-                conformed.write_parquet(staging / f"{table}.parquet", **PARQUET_OPTIONS)
-                row_counts[table] = conformed.height
+            row_counts = write_tables(staging, tables)
             copied = copy_sources(list(sources), staging / SOURCE_DIR)
             return self.publish_staging(staging, name, row_counts, copied, sources, parse_seconds, collectors,
                                         metadata, warnings)

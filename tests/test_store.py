@@ -130,13 +130,12 @@ from dashboard.collectors import register
 sys.path.insert(0, {repo!r})
 from tests.support.csv_collector import KernelCsvCollector
 register(KernelCsvCollector())
-original = store_module.copy_sources
-def slow_copy(paths, target):
-    result = original(paths, target)
+original = store_module.RunStore.publish_staging
+def slow_publish(*args, **kwargs):
     print("copying", flush=True)
     time.sleep(60)
-    return result
-store_module.copy_sources = slow_copy
+    return original(*args, **kwargs)
+store_module.RunStore.publish_staging = slow_publish
 store_module.RunStore({data!r}).ingest([Path({source!r})])
 """
 

@@ -17,6 +17,7 @@ import polars as pl
 from dashboard.analysis import gpu_busy as busy_analysis
 from dashboard.analysis import kernels as kernel_analysis
 from dashboard.analysis import layers as layer_analysis
+from dashboard.analysis import summary_views
 from dashboard.analysis.kernels import Group, Window
 from dashboard.store import Run
 
@@ -28,6 +29,7 @@ class KernelView:
     pairs: pl.DataFrame  # group key -> kernel key
     gpu_time_ns: int
     launches: int
+    source: str = ""  # where the numbers come from when not the kernel rows (summary_views.SUMMARY_SOURCE)
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,9 @@ def kernel_layer_codes(run: Run) -> dict[str, int]:
 
 @lru_cache(maxsize=8)
 def kernel_ranks(run: Run) -> tuple[int, ...]:
-    ranks = set(run.scan("kernels").select(pl.col("rank").unique()).collect().get_column("rank").to_list())
+    stored = summary_views.summary_ranks(run)  # a many-rank run's kernel ranks without reading its kernels
+    ranks = set(stored) if stored is not None else set(
+        run.scan("kernels").select(pl.col("rank").unique()).collect().get_column("rank").to_list())
     ranks |= set(run.scan("ranges").select(pl.col("rank").unique()).collect().get_column("rank").to_list())
     return tuple(sorted(r for r in ranks if r is not None))
 
@@ -70,6 +74,8 @@ def filtered_kernels(run: Run, rank: int | None, window: Window) -> pl.DataFrame
 
 @lru_cache(maxsize=64)
 def kernel_view(run: Run, rank: int | None, window: Window, group: Group) -> KernelView:
+    if summary_views.reads_summaries(run, rank, window, group):
+        return _summary_kernel_view(run, group)
     frame = filtered_kernels(run, rank, window)
     summary = kernel_analysis.kernel_summary(frame, group, run_launch_shapes(run))
     multi_rank = rank is None and len(kernel_ranks(run)) > 1
@@ -80,6 +86,16 @@ def kernel_view(run: Run, rank: int | None, window: Window, group: Group) -> Ker
     pairs = (summary.select("key", pl.col("key").alias("kernel_key")) if group == "name"
              else kernel_analysis.group_kernel_keys(frame, group))
     return KernelView(summary, spread, pairs, kernel_analysis.gpu_time_ns(frame), frame.height)
+
+
+def _summary_kernel_view(run: Run, group: Group) -> KernelView:
+    """The whole-run view of a many-rank run from its per-rank summaries: no kernel row is read."""
+    stored = run.summary("kernels")
+    assert stored is not None  # summary_views.reads_summaries checked
+    summary = summary_views.kernel_summary_from_stored(stored)
+    pairs = summary.select("key", pl.col("key").alias("kernel_key"))
+    return KernelView(summary, stored_spread(run, group, None), pairs, int(summary.get_column("total_ns").sum() or 0),
+                      int(summary.get_column("count").sum() or 0), summary_views.SUMMARY_SOURCE)
 
 
 def stored_spread(run: Run, group: Group, window: Window) -> pl.DataFrame | None:
@@ -156,7 +172,8 @@ def run_origin_ns(run: Run) -> int:
     the same event), so a window reads the same on /kernels, /layers and /timeline.
     """
     firsts = [
-        run.scan(table).select(pl.col("start_ns").min()).collect().item()
+        summary_views.partitioned_first_start_ns(run, table)  # footers' statistics, when partitioned
+        or run.scan(table).select(pl.col("start_ns").min()).collect().item()
         for table in _TIMED_TABLES
         if run.has(table)
     ]

@@ -21,6 +21,7 @@ from dashboard.layouts.run_warnings import runs_warnings_overview, warnings_deta
 from dashboard.layouts.server_state import current_jobs, current_settings, current_store
 from dashboard.layouts.shell import RUNS_VERSION
 from dashboard.pages.failed_uploads import failed_uploads_card
+from dashboard.progress_phases import phases_text
 from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import RunInfo, RunNotFound
 
@@ -218,13 +219,15 @@ def poll_ingest(_ticks: int, job_id: str | None, version: int) -> tuple[Any, ...
     if state == "running":
         fraction = status.get("fraction")
         value = 100 if fraction is None else round(fraction * 100)
-        message = html.Span(status.get("message", ""), className="text-muted ingest-status")
+        message = html.Div([html.Span(status.get("message", ""), className="text-muted ingest-status"),
+                            _phases_line(status)])
         return value, f"{value}%", message, False, dash.no_update, dash.no_update, {"display": "flex"}
     hidden = {"display": "none"}
     if state == "done":
         run_id = status["run_id"]
         message = dbc.Alert(["Ingested ", html.Strong(", ".join(status.get("files", []))), " as ",
-                             dcc.Link(run_id, href=_best_page(run_id)), ".", _new_run_warnings(run_id)],
+                             dcc.Link(run_id, href=_best_page(run_id)), ".", _phases_line(status),
+                             _new_run_warnings(run_id)],
                             color="success", dismissable=True, className="ingest-success")
         return 100, "100%", message, True, runs_rows(), (version or 0) + 1, hidden
     error = status.get("error") or status.get("message", "unknown error")
@@ -233,6 +236,12 @@ def poll_ingest(_ticks: int, job_id: str | None, version: int) -> tuple[Any, ...
                                   className="small")],
                         color="danger", dismissable=True, className="ingest-error")
     return 0, "", message, True, dash.no_update, dash.no_update, hidden
+
+
+def _phases_line(status: dict[str, Any]) -> html.Div | None:
+    """The ingest's phases so far with their seconds: the lines `dashboard ingest` prints, on one line."""
+    text = phases_text(status)
+    return None if text is None else html.Div(text, className="small text-muted ingest-phases")
 
 
 def _new_run_warnings(run_id: str) -> html.Details | None:

@@ -16,9 +16,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import kernels as kernel_analysis
 from dashboard.analysis import run_views
-from dashboard.analysis.breakdown import breakdown_text
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
-from dashboard.analysis.insights import run_breakdown
 from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.controls import kernel_table, rank_control, window_chip
@@ -95,7 +93,7 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
         controls,
         html.Div(view.totals_text(chosen, state), id="kernels-totals", className="small text-muted"),
         html.Div(f"GPU busy: {BUSY_DEFINITION}.", id="kernels-busy-definition", className="small text-muted"),
-        html.Div(["GPU time breakdown, whole run: ", breakdown_text(run_breakdown(chosen)), " · ",
+        html.Div(["GPU time breakdown, whole run: ", view.breakdown_line(chosen), " · ",
                   dcc.Link("Insights →", href=f"/insights?run={chosen.id}")],
                  id="kernels-breakdown", className="small text-muted mb-2"),
         graphs,

@@ -14,7 +14,9 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.analysis import kernels as kernel_analysis
-from dashboard.analysis import run_views
+from dashboard.analysis import run_views, summary_views
+from dashboard.analysis.breakdown import breakdown_text
+from dashboard.analysis.insights import run_breakdown
 from dashboard.analysis.units import format_ns
 from dashboard.figures.kernels import duration_scatter_figure, selected_points, top_kernels_figure
 from dashboard.store import Run
@@ -100,5 +102,15 @@ def totals_text(run: Run, state: State) -> str:
     share = f" · selection: {count} kernel{'s' if count != 1 else ''}" if count else ""
     busy = busy_text(run_views.gpu_busy_view(run, state.rank, state.window))
     busy_part = f" · {busy}" if busy else ""
+    source = f" · numbers {kernels.source}" if kernels.source else ""
     return (f"{kernels.launches:,} launches · {format_ns(kernels.gpu_time_ns)} of kernel time{busy_part} · "
-            f"{kernels.summary.height} {GROUP_CHOICES[state.group]}s{share}")
+            f"{kernels.summary.height} {GROUP_CHOICES[state.group]}s{share}{source}")
+
+
+def breakdown_line(run: Run) -> str:
+    """The breakdown's headline, except at many ranks with summaries: it merges every kernel's interval,
+    which opening this page never reads there (analysis/summary_views.py)."""
+    ranks = summary_views.summary_ranks(run)
+    if ranks is not None and len(ranks) > summary_views.SUMMARY_MIN_RANKS:
+        return f"per rank on Insights ({len(ranks)} ranks: it reads every kernel's interval, this page only summaries)"
+    return breakdown_text(run_breakdown(run))

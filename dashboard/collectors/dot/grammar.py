@@ -20,12 +20,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import pairwise
 from typing import NamedTuple
 
 from lark import Lark
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
+
+from dashboard.collectors.dot.lazy_regex import LazyPattern
 
 _GRAMMAR = r"""
 start: graph+
@@ -51,7 +54,7 @@ _ANY_ID = rf"(?>{_STRING}(?:\s*+\+\s*+{_STRING})*+|{_HTML}|{_NUMERAL}|{_NAME})"
 
 # A port (`node:port:compass`) only steers where an edge touches a node's box: the lexer drops it.
 _PORT = rf"(?:\s*+:\s*+(?>{_STRING}|{_NAME}|{_NUMERAL}))*+"
-_TOKEN = re.compile(
+_TOKEN = LazyPattern(
     "|".join(
         [
             r"(?P<SKIP>(?:[ \t\r\n\f;]++|//[^\n]*+|(?>/\*[\s\S]*?\*/)|(?m:^#[^\n]*+))++)",
@@ -69,9 +72,9 @@ _TOKEN = re.compile(
 )
 # One separator between pairs: `\s*+(?:[,;]\s*+)?+`, never two adjacent `\s*` that could share the blanks.
 # re.S as in the lexer: a quoted string may continue on the next line after a backslash.
-_ATTR_LIST = re.compile(rf"(?:\[\s*+(?:{_ANY_ID}\s*+=\s*+{_ANY_ID}\s*+(?:[,;]\s*+)?+)*+\]\s*+)++", re.S)
-_ATTR_PAIR = re.compile(rf"({_ANY_ID})\s*+=\s*+({_ANY_ID})", re.S)
-_ATTR_STEP = re.compile(rf"(?P<sep>[\s,;\[\]]++)|(?P<pair>{_ANY_ID}\s*+=\s*+{_ANY_ID})|(?P<bad>.)", re.S)
+_ATTR_LIST = LazyPattern(rf"(?:\[\s*+(?:{_ANY_ID}\s*+=\s*+{_ANY_ID}\s*+(?:[,;]\s*+)?+)*+\]\s*+)++", re.S)
+_ATTR_PAIR = LazyPattern(rf"({_ANY_ID})\s*+=\s*+({_ANY_ID})", re.S)
+_ATTR_STEP = LazyPattern(rf"(?P<sep>[\s,;\[\]]++)|(?P<pair>{_ANY_ID}\s*+=\s*+{_ANY_ID})|(?P<bad>.)", re.S)
 _STRING_PART = re.compile(_STRING, re.S)
 _KEYWORDS = {"strict": "STRICT", "graph": "GRAPH", "digraph": "DIGRAPH", "node": "NODE", "edge": "EDGE",
              "subgraph": "SUBGRAPH"}
@@ -275,7 +278,9 @@ class _Build:
         return children
 
 
-_PARSER = Lark(_GRAMMAR, parser="lalr", lexer=_DotLexer, transformer=_Build())
+@cache
+def _parser() -> Lark:  # built on first use: ~0.1-0.3 s that every ingest (any format) paid at import
+    return Lark(_GRAMMAR, parser="lalr", lexer=_DotLexer, transformer=_Build())
 
 
 # --- from parsed statements to the neutral graph ----------------------------------------------------
@@ -382,7 +387,7 @@ def parse_dot(text: str, line_offset: int = 0) -> list[DotGraph]:
     Raises DotSyntaxError with the (shifted) line of the first problem.
     """
     try:
-        parsed = _PARSER.parse(text)
+        parsed = _parser().parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(text, exc, line_offset) from None
     except DotSyntaxError as exc:

@@ -118,24 +118,29 @@ class KinetoCollector:
         progress(0.7, "normalising times")
         events = normalise(traces, ranks)
         warnings += events.warnings
+        for trace in traces:  # the decoded frames are copied into `events`: keep one copy, not two
+            trace.frames = {}
         del traces
         frames = events.frames
 
         progress(0.75, "nesting ranges")
-        ranges = prepare(frames["range"])
+        ranges = prepare(frames.pop("range"))
         progress(0.85, "linking GPU activity to ops, passes and layers")
         # Linking needs the nesting only, not passes and layers: the two run side by side
         # (both are polars work that releases the GIL; ~0.3 s of 1.3 s at 1 M ops).
         with ThreadPoolExecutor(max_workers=1) as pool:
             linking = pool.submit(link_gpu, frames["gpu"], frames["api"], ranges) if frames["gpu"].height else None
-            ranges = annotate(ranges, frames["flow"])
+            ranges = annotate(ranges, frames.pop("flow"))
             linked = linking.result() if linking is not None else None
+        del frames["gpu"]  # each intermediate goes as soon as its table is built (peak memory)
         tables = {}
         if linked is not None:
             tables["kernels"] = kernels_table(linked, ranges)
             tables["memcpy"] = memcpy_table(linked, ranges)
-        if frames["api"].height:
-            tables["api_calls"] = api_table(frames["api"])
+            del linked
+        if (api := frames.pop("api")).height:
+            tables["api_calls"] = api_table(api)
+        del api
         if ranges.height:
             tables["ranges"] = ranges_table(ranges)
         if frames["memory"].height:

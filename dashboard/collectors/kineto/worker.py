@@ -17,6 +17,7 @@ starts the whole Dash app again in every worker of the server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import sys
@@ -59,6 +60,7 @@ def decode_range(
             finally:
                 view.release()
                 mapped[first - 1], mapped[last] = before, after
+            _forget(mapped, first - 1, last + 1)
     frames = {kind: pl.concat(found, how="diagonal_relaxed") for kind, found in parts.items() if found}
     counts = {
         "events": trace.events,
@@ -68,6 +70,16 @@ def decode_range(
         "lenient": trace.lenient,
     }
     return frames, counts
+
+
+def _forget(mapped: mmap.mmap, start: int, stop: int) -> None:
+    """Give back the pages of a decoded range: read pages of a mapped file count in this process's
+    resident memory until unmapped (the whole trace, summed over the decode processes). The bytes were
+    restored above, so a page read again (a neighbouring range shares one) comes back from the file."""
+    first = start - start % mmap.PAGESIZE
+    # No madvise on this platform: only memory is spent.
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        mapped.madvise(mmap.MADV_DONTNEED, first, min(len(mapped), stop) - first)
 
 
 def write_result(outdir: Path, index: int, frames: dict[str, pl.DataFrame], counts: dict[str, Any]) -> None:

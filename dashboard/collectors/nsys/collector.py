@@ -253,9 +253,12 @@ def read_export(path: Path) -> ExportTables:
             found = ", ".join(f"{frame.height:,} {what}" for frame, what in
                               ((copies, "copies and memsets"), (calls, "CUDA API calls"), (ranges, "NVTX ranges")))
             warnings.append(f"{path}: no GPU kernels ({found})")
-        # Attribute on the launching thread's ranges, by correlation id.
-        kernels = kernels.with_columns(op=enclosing_range(kernels, calls, ranges))
-        copies = copies.with_columns(op=enclosing_range(copies, calls, ranges))
+        # Attribute on the launching thread's ranges, by correlation id: kernels and copies in one pass
+        # (the calls and ranges are prepared once).
+        launched = pl.concat([kernels.select("pid", "correlation"), copies.select("pid", "correlation")])
+        ops = enclosing_range(launched, calls, ranges)
+        kernels = kernels.with_columns(op=ops.slice(0, kernels.height))
+        copies = copies.with_columns(op=ops.slice(kernels.height))
         rank, rank_source = _rank(db)
         domain_id = nsys_enums.nvtx_event_types(db.conn, db.tables)["NvtxDomainCreate"]
         pids = set(pl.concat([kernels["pid"], copies["pid"], calls["pid"]]).drop_nulls().unique().to_list())

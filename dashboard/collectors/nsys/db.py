@@ -16,14 +16,28 @@ import polars as pl
 from dashboard.collectors.base import IngestError, is_gzip, read_source_bytes
 from dashboard.collectors.failures import sqlite_problem
 
-try:  # SQLite straight into Arrow columns (ADBC's driver): no Python object per value
-    import adbc_driver_sqlite.dbapi as adbc_sqlite
-except ImportError:  # the row-by-row reader below does the same, ~2-3x slower
-    adbc_sqlite = None
+# SQLite straight into Arrow columns (ADBC's driver): no Python object per value. Its low-level API hands
+# polars an Arrow C stream, so neither pyarrow (~0.2-0.3 s to import) nor a copy is involved; loaded on the
+# first export read. None when not installed: the row-by-row reader below does the same, ~2-3x slower.
+_NOT_LOADED: Any = object()
+adbc_sqlite: Any = _NOT_LOADED
+
+
+def _adbc_sqlite() -> Any:
+    global adbc_sqlite
+    if adbc_sqlite is _NOT_LOADED:
+        try:
+            import adbc_driver_sqlite as module
+        except ImportError:
+            module = None
+        adbc_sqlite = module
+    return adbc_sqlite
+
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _HEADER_BYTES = 100
 _CHUNK_ROWS = 200_000
+_BATCH_ROWS = 65_536
 # A damaged schema can make SQLite's own error text undecodable.
 SQLITE_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
 
@@ -71,6 +85,21 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _text(cells: pl.Series) -> pl.Series:
+    """TEXT cells read as bytes, as strings: those that are not UTF-8 get U+FFFD for their bad bytes, as
+    `_decode` does in the row reader. Only a column holding such a cell pays for the repair, once per
+    distinct value (names repeat), never once per row; one bad cell used to send its whole table to the
+    row reader (3x slower)."""
+    if cells.dtype != pl.Binary:  # a column of NULLs (or of numbers) comes typed otherwise
+        return cells.cast(pl.String, strict=True)
+    try:
+        return cells.cast(pl.String, strict=True)
+    except pl.exceptions.ComputeError:  # "invalid utf8"
+        distinct = cells.drop_nulls().unique()
+        decoded = pl.Series([_decode(raw) for raw in distinct.to_list()], dtype=pl.String)
+        return cells.replace_strict(distinct, decoded, return_dtype=pl.String)
+
+
 def table_names(conn: sqlite3.Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
@@ -95,28 +124,36 @@ class Export:
 
     def close(self) -> None:
         self.conn.close()
-        if self._arrow_conn is not None:
-            self._arrow_conn.close()
+        for handle in reversed(self._arrow_conn or ()):  # connection, then database
+            handle.close()
 
-    def _arrow_frame(self, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame | None:
-        """The query read into Arrow by ADBC's SQLite driver, cast to `schema`; None when it cannot be
-        (driver absent, a gzip export held in memory, a value of another type or not UTF-8): the caller
-        then reads row by row, which also words any problem precisely."""
-        if adbc_sqlite is None or is_gzip(self.path):
+    def _arrow_frame(self, table: str, fields: dict[str, tuple[str, pl.DataType]], where: str) -> pl.DataFrame | None:
+        """The query read into Arrow by ADBC's SQLite driver, cast to the fields' types; None when it cannot
+        be (driver absent, a gzip export held in memory, a value of another type): the caller then reads
+        row by row, which also words any problem precisely."""
+        driver = _adbc_sqlite()
+        if driver is None or is_gzip(self.path):
             return None
+        # The driver passes TEXT bytes through unchecked and polars takes them as they are: text is read
+        # as bytes and made strings by `_text` (see there for the non-UTF-8 cells real exports hold).
+        select = ", ".join(f"CAST({expr} AS BLOB) AS {_quote(alias)}" if dtype == pl.String
+                           else f"{expr} AS {_quote(alias)}" for alias, (expr, dtype) in fields.items())
+        sql = f"SELECT {select} FROM {_quote(table)} t" + (f" WHERE {where}" if where else "")
         try:
+            from adbc_driver_manager import AdbcConnection, AdbcStatement
+
             if self._arrow_conn is None:
-                self._arrow_conn = adbc_sqlite.connect(f"{self.path.resolve().as_uri()}?mode=ro")
-            with self._arrow_conn.cursor() as cursor:
-                cursor.execute(sql)
-                table = cursor.fetch_arrow_table()
-            # The driver passes TEXT bytes through unchecked; real exports hold non-UTF-8 cells, which
-            # the row reader replaces and Arrow must refuse here (full=True checks every string).
-            table.validate(full=True)
-            frame = pl.from_arrow(table)
-            if not isinstance(frame, pl.DataFrame):
-                return None
-            return frame.select(pl.col(name).cast(dtype, strict=True) for name, dtype in schema.items())
+                database = driver.connect(f"{self.path.resolve().as_uri()}?mode=ro")
+                self._arrow_conn = (database, AdbcConnection(database))
+            with AdbcStatement(self._arrow_conn[1]) as statement:
+                # Big batches: the driver's default of 1,024 rows leaves polars a concatenation of many
+                # small pieces (~12 % of a 56,000-kernel read).
+                statement.set_options(**{"adbc.sqlite.query.batch_rows": str(_BATCH_ROWS)})
+                statement.set_sql_query(sql)
+                stream, _ = statement.execute_query()
+                frame = pl.DataFrame(stream)  # the Arrow C stream interface: no pyarrow
+            return frame.select(_text(frame.get_column(name)) if dtype == pl.String
+                                else pl.col(name).cast(dtype, strict=True) for name, (_, dtype) in fields.items())
         except (Exception, pl.exceptions.PanicException):  # any refusal: the row reader decides
             return None
 
@@ -169,8 +206,11 @@ class Export:
 
     def string_ids(self) -> tuple[pl.Series, pl.Series]:
         if self._strings is None:
-            rows = self.pairs("SELECT id, CAST(value AS TEXT) FROM StringIds") if self.has("StringIds") else []
-            strings = pl.DataFrame(rows, schema={"id": pl.Int64, "value": pl.String}, orient="row")
+            fields = {"id": ("t.id", pl.Int64), "value": ("CAST(t.value AS TEXT)", pl.String)}
+            strings = self._arrow_frame("StringIds", fields, "") if self.has("StringIds") else None
+            if strings is None:  # no driver, or cells that are not UTF-8 (replaced here, as everywhere)
+                rows = self.pairs("SELECT id, CAST(value AS TEXT) FROM StringIds") if self.has("StringIds") else []
+                strings = pl.DataFrame(rows, schema={"id": pl.Int64, "value": pl.String}, orient="row")
             strings = strings.drop_nulls("id").unique("id", keep="first", maintain_order=True)
             self._strings = (strings["id"], strings["value"])
         return self._strings
@@ -201,7 +241,7 @@ class Export:
             return pl.DataFrame(schema=schema)
         select = ", ".join(f"{expr} AS {_quote(alias)}" for alias, (expr, _) in fields.items())
         sql = f"SELECT {select} FROM {_quote(table)} t" + (f" WHERE {where}" if where else "")
-        arrow = self._arrow_frame(sql, schema)
+        arrow = self._arrow_frame(table, fields, where)
         if arrow is not None:
             return arrow
         chunks = []

@@ -1,0 +1,178 @@
+"""Benchmark: what a user waits for, `dashboard ingest FILE` from the command's start to its exit, beside HTA.
+
+    python benchmarks/ingest_end_to_end.py --kernels 297000            # ~260 MB trace
+    python benchmarks/ingest_end_to_end.py --kernels 1000000 --repeat 2  # ~900 MB trace
+
+Generates (and caches) a Kineto trace (`gen_kineto_trace.py`), then, in one
+run: starts `python -m dashboard.cli ingest TRACE --data FRESH_FOLDER` as a
+child and measures the wall time from its start to its exit and the peak
+resident memory of the whole process tree (the command and its decode
+workers, summed; sampled every 20 ms from outside, as `/usr/bin/time` would
+see the tree); then HTA's `TraceAnalysis(trace_dir=...)` load of the same
+file in its own venv (`hta_breakdown.hta_python`). The CLI's own progress
+lines (stderr) are timestamped, so the report says how long each phase took
+(imports = until the first phase line). Prints MB/s, the RSS multiple of the
+file and the HTA / ours ratio against the targets of issue 19: >= 100 MB/s
+at 260 MB (>= 120 MB/s at 900 MB), peak RSS <= 1.5x the file, >= 10x HTA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from gen_kineto_trace import write_trace  # noqa: E402
+from hta_breakdown import DEFAULT_VENV, HtaUnavailable, hta_python  # noqa: E402
+
+HTA_LOAD = """
+import json, logging, sys, time
+logging.disable(logging.INFO)
+from hta.trace_analysis import TraceAnalysis
+started = time.perf_counter()
+analysis = TraceAnalysis(trace_dir=sys.argv[1])
+print(json.dumps({"load_s": time.perf_counter() - started, "events": int(len(analysis.t.get_trace(0)))}))
+"""
+
+
+def tree_rss_kb(root: int) -> int:
+    """Resident memory of a process and all its descendants, summed (pages shared between them count twice)."""
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            with open(f"/proc/{pid}/status") as status:
+                total += next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as children:
+                    stack += [int(child) for child in children.read().split()]
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+def timed_tree(command: list[str], env: dict[str, str] | None = None,
+               timeout: float = 3600.0) -> tuple[float, float, int, str, list[tuple[float, str]]]:
+    """(wall s from start to exit, peak tree RSS MB, exit status, stdout, [(s, stderr line)])."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    peak_kb, lines = [0], []
+
+    def sample() -> None:
+        while process.poll() is None:
+            peak_kb[0] = max(peak_kb[0], tree_rss_kb(process.pid))
+            time.sleep(0.02)
+
+    def read_stderr() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append((time.perf_counter() - started, line.rstrip()))
+
+    threads = [threading.Thread(target=sample, daemon=True), threading.Thread(target=read_stderr, daemon=True)]
+    for thread in threads:
+        thread.start()
+    assert process.stdout is not None
+    out = process.stdout.readline()  # the run id, printed once the run is published
+    lines.append((time.perf_counter() - started, "ingest: printed the run id, exiting"))
+    out += process.stdout.read()
+    process.wait(timeout=timeout)
+    wall = time.perf_counter() - started
+    for thread in threads:
+        thread.join(timeout=5)
+    return wall, peak_kb[0] / 1024, process.returncode, out, lines
+
+
+def phases(lines: list[tuple[float, str]], end: float) -> str:
+    """`phase seconds` from the timestamped progress lines (each lasts until the next begins; the last, `end`)."""
+    starts: list[tuple[float, str]] = []
+    for seconds, line in sorted(lines):  # stdout's mark and stderr's lines come from two threads
+        if not line.startswith("ingest: "):
+            continue
+        message = line.removeprefix("ingest: ").lstrip(" 0123456789.%")
+        if not starts or starts[-1][1] != message:
+            starts.append((seconds, message))
+    return ", ".join(f"{message} {(nxt[0] if nxt else end) - start:.2f}"
+                     for (start, message), nxt, end in zip(starts, [*starts[1:], None],
+                                                          [end] * len(starts), strict=True))
+
+
+def ours(trace: Path, python: str) -> dict:
+    data = Path(tempfile.mkdtemp(prefix="ingest-e2e-"))
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, DASHBOARD_PROGRESS_QUIET_S="0", PYTHONPATH=path)
+    try:
+        wall, rss, status, out, lines = timed_tree(
+            [python, "-m", "dashboard.cli", "ingest", str(trace), "--data", str(data)], env=env)
+        if status != 0:
+            sys.exit(f"ingest failed (exit {status}): {lines[-3:]}")
+        return {"wall": wall, "rss_mb": rss, "run": out.strip(), "phases": phases(lines, wall),
+                "first_line_s": lines[0][0] if lines else wall}
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def hta(trace_dir: Path, timeout: float) -> dict | None:
+    try:
+        python = hta_python(DEFAULT_VENV)
+    except HtaUnavailable as exc:
+        print(f"  HTA: not available ({exc})")
+        return None
+    wall, rss, status, out, lines = timed_tree([str(python), "-c", HTA_LOAD, str(trace_dir)], timeout=timeout)
+    if status != 0:
+        print(f"  HTA failed (exit {status}): {' | '.join(line for _, line in lines[-3:])}")
+        return None
+    return {"wall": wall, "rss_mb": rss, **json.loads(out.strip().splitlines()[-1])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernels", type=int, default=297_000, help="kernels (and CPU ops, runtime calls)")
+    parser.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "kineto_bench")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of the CLI (every one is printed)")
+    parser.add_argument("--no-hta", action="store_true", help="skip HTA's load")
+    parser.add_argument("--hta-timeout", type=float, default=3600.0)
+    args = parser.parse_args()
+
+    folder = args.folder / f"k{args.kernels}"  # HTA loads every trace of a folder: one trace per folder
+    trace = folder / "bench_rank-0.pt.trace.json"
+    if not trace.exists():
+        print(f"generating {trace} ...")
+        write_trace(trace, args.kernels)
+    megabytes = trace.stat().st_size / 1e6
+    target = 120 if megabytes > 600 else 100
+    print(f"trace: {trace} ({megabytes:.0f} MB, {args.kernels:,} kernels); {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    runs = []
+    for attempt in range(args.repeat):
+        result = ours(trace, sys.executable)
+        runs.append(result)
+        print(f"  dashboard ingest (CLI, start to exit) #{attempt + 1}: {result['wall']:.2f} s "
+              f"= {megabytes / result['wall']:.0f} MB/s (target >= {target}); peak RSS of the process tree "
+              f"{result['rss_mb']:.0f} MB = {result['rss_mb'] / megabytes:.2f}x the file (target <= 1.5x)")
+        print(f"    phases (s): start-up and imports {result['first_line_s']:.2f} (until the first progress line), "
+              f"{result['phases']}")
+    if args.no_hta:
+        return
+    theirs = hta(folder, args.hta_timeout)
+    if theirs is None:
+        return
+    print(f"  HTA TraceAnalysis load: {theirs['wall']:.2f} s process (load {theirs['load_s']:.2f} s) "
+          f"= {megabytes / theirs['wall']:.0f} MB/s; peak RSS {theirs['rss_mb']:.0f} MB "
+          f"= {theirs['rss_mb'] / megabytes:.2f}x the file; {theirs['events']:,} events")
+    walls = sorted(run["wall"] for run in runs)
+    print(f"  speed-up over HTA (process start to exit): {theirs['wall'] / walls[-1]:.1f}x-"
+          f"{theirs['wall'] / walls[0]:.1f}x (target >= 10x)")
+
+
+if __name__ == "__main__":
+    main()

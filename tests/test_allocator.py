@@ -1,0 +1,60 @@
+"""`dashboard ingest` asks polars' allocator to give freed memory back at once; serving keeps the default."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dashboard.allocator import ALLOCATOR_ENV, PROMPT_RELEASE, PROMPT_RELEASE_BELOW_BYTES, input_bytes
+
+REPO = Path(__file__).resolve().parents[1]
+PROBE = """
+import os, sys
+sys.argv = ["dashboard", *sys.argv[1:]]
+import dashboard.cli
+print(os.environ.get({env!r}, "unset"))
+"""
+
+
+def _setting(*argv: str, env: dict[str, str] | None = None) -> str:
+    environment = {key: value for key, value in os.environ.items() if key != ALLOCATOR_ENV}
+    environment.update(env or {}, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", PROBE.format(env=ALLOCATOR_ENV), *argv], capture_output=True,
+                          text=True, env=environment, timeout=120, check=True)
+    return done.stdout.strip()
+
+
+def test_ingest_sets_prompt_release_before_polars_loads_and_serving_does_not() -> None:
+    # polars writes its own defaults first and appends what it finds (jemalloc: the last setting wins).
+    assert _setting("ingest", "trace.json").endswith(PROMPT_RELEASE)
+    assert _setting("--data", "d", "ingest", "trace.json").endswith(PROMPT_RELEASE)
+    assert PROMPT_RELEASE not in _setting("--port", "8050")
+    users = _setting("ingest", "x", env={ALLOCATOR_ENV: "dirty_decay_ms:700"})
+    assert users.endswith("dirty_decay_ms:700") and PROMPT_RELEASE not in users  # the user's setting is kept
+
+
+def test_big_inputs_keep_the_default_allocator(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    with open(big, "wb") as handle:  # sparse: the size without the disk space
+        handle.truncate(PROMPT_RELEASE_BELOW_BYTES)
+    small = tmp_path / "ranks"
+    small.mkdir()
+    (small / "rank-0.json").write_bytes(b"{}" * 100)
+    assert input_bytes([str(big), "--data", "nowhere"]) == PROMPT_RELEASE_BELOW_BYTES
+    assert input_bytes([str(small)]) == 200
+    assert PROMPT_RELEASE not in _setting("ingest", str(big))
+    assert _setting("ingest", str(small)).endswith(PROMPT_RELEASE)
+
+
+def test_a_kineto_ingest_loads_neither_pyarrow_nor_the_sqlite_driver(tmp_path: Path) -> None:
+    from benchmarks.gen_kineto_trace import write_trace
+
+    trace = write_trace(tmp_path / "trace.json", 300)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "dashboard.cli", "ingest", str(trace),
+                           "--data", str(tmp_path / "data")], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120, check=True)
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "dashboard.collectors.kineto.decode" in imported
+    assert not {"pyarrow", "adbc_driver_manager", "adbc_driver_sqlite"} & imported
