@@ -76,10 +76,10 @@ def server_work(run: Run, reps: int) -> list[tuple[str, float, float, int]]:
 
     create_app(Settings(data_dir=run.info.path.parents[1], seed_demo=False))
     from dashboard.analysis import kernels as kernel_analysis
-    from dashboard.analysis import run_views
     from dashboard.figures.kernels import keys_from_event
     from dashboard.pages import kernels as kernels_page
     from dashboard.views import layers as layers_view
+    from dashboard.views import run_views
 
     rows: list[tuple[str, float, float, int]] = []
     kernel_out = ("bar", "scatter", "rows", "columns")

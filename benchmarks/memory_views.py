@@ -79,10 +79,10 @@ def server_work(store: RunStore, run_id: str, reps: int) -> list[tuple[str, floa
     from dashboard.settings import Settings
 
     create_app(Settings(data_dir=store.data_dir, seed_demo=False))
-    from dashboard.analysis import memory_view as view
     from dashboard.pages import memory as page
     from dashboard.pages.memory import respond
     from dashboard.views import memory as memory_view
+    from dashboard.views import memory_data as view
     from dashboard.views import memory_events as events
     from dashboard.views.memory import State as ViewState
 

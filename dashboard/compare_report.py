@@ -13,7 +13,6 @@ from typing import Any
 
 import polars as pl
 
-from dashboard.analysis import run_views
 from dashboard.analysis.compare import ONLY_A, ONLY_B, Side, comparison_totals, kernel_comparison, layer_comparison
 from dashboard.analysis.compare_compiler import compare_compiles
 from dashboard.analysis.compare_cuda_memory import cuda_memory_section
@@ -29,6 +28,7 @@ from dashboard.analysis.compare_planner import (
 )
 from dashboard.analysis.planner_liveness import planner_groups
 from dashboard.store import Run
+from dashboard.views import run_views
 
 # Evidence kinds compared, in report order.
 SECTIONS = ("kernels", "layers", "memory", "cuda_memory", "planner", "compiler")

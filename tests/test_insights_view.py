@@ -8,12 +8,12 @@ import dash
 import polars as pl
 import pytest
 
-from dashboard.analysis import run_views
 from dashboard.analysis.insights import run_insights
 from dashboard.app import create_app
 from dashboard.demo import seed_demo
 from dashboard.settings import Settings
 from dashboard.store import RunStore
+from dashboard.views import run_views
 from tests.test_initial_layout import HOST, by_id, components, layout
 
 

@@ -14,10 +14,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from dashboard.analysis import memory, run_views
-from dashboard.analysis.compare_passes import busy_totals, step_time_ns
-from dashboard.analysis.kernel_names import kernel_labels
-from dashboard.store import Run, RunInfo
+from dashboard.store import RunInfo
 
 TOP_KERNELS = 5
 STEP, BUSY, KERNEL, MEMORY = "step time", "GPU busy share", "kernel time", "memory peak"
@@ -36,47 +33,6 @@ def series_runs(infos: Sequence[RunInfo], name: str | None = None, run_ids: Sequ
     else:
         chosen = list(infos)
     return [info.id for info in sorted(chosen, key=lambda info: (info.created, info.id))]
-
-
-def _run_rows(position: int, run: Run, kernel_totals: dict[str, int]) -> list[dict]:
-    rows = []
-
-    def add(metric: str, series: str, value: float | None) -> None:
-        if value is not None:
-            rows.append({"position": position, "run_id": run.id, "metric": metric, "series": series,
-                         "value": float(value)})
-
-    if run.has_evidence("kernels"):
-        kernels = run_views.filtered_kernels(run, None, None)
-        add(STEP, STEP, step_time_ns(kernels))
-        add(BUSY, BUSY, busy_totals(run_views.gpu_busy_view(run, None, None))["busy_share"])
-        for name, total in kernel_totals.items():
-            add(KERNEL, name, total)
-    if run.has_evidence("memory"):
-        op_memory = run.frame("op_memory")
-        first_rank = op_memory.get_column("rank").min()
-        for buffer_type, peak in memory.peaks(op_memory.filter(pl.col("rank") == first_rank)).select(
-                "buffer_type", "allocated_per_bank").rows():
-            add(MEMORY, buffer_type, peak)
-    return rows
-
-
-def history(runs: Sequence[Run], top_kernels: int = TOP_KERNELS) -> pl.DataFrame:
-    """Long frame: position (0 = oldest), run_id, metric, series (kernel label, buffer type...), value
-    (ns for times, a share for busy, bytes per bank for memory)."""
-    totals = {run.id: dict(run_views.kernel_view(run, None, None, "name").summary.select("group", "total_ns").rows())
-              for run in runs if run.has_evidence("kernels")}
-    overall: dict[str, int] = {}
-    for per_run in totals.values():
-        for name, total in per_run.items():
-            overall[name] = overall.get(name, 0) + int(total)
-    top = sorted(overall, key=lambda name: (-overall[name], name))[:top_kernels]
-    labels = kernel_labels(top)
-    rows = []
-    for position, run in enumerate(runs):
-        per_run = totals.get(run.id, {})
-        rows += _run_rows(position, run, {labels[name]: per_run[name] for name in top if name in per_run})
-    return pl.DataFrame(rows, schema=HISTORY_SCHEMA)
 
 
 def predecessor(run_ids: Sequence[str], run_id: str) -> str | None:

@@ -1,12 +1,11 @@
 """Everything /insights and `report` show for a run: the GPU time breakdown and the ranked findings.
 
-Built once per run object (cached): the page, its callbacks and the CLI read the same numbers.
+Built once per run object by views.insights (cached there): the page, its export and the CLI read the same numbers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import polars as pl
 
@@ -57,13 +56,11 @@ def _kernel_side(run: Run) -> tuple[pl.DataFrame, ...]:
         api_calls, ranges
 
 
-@lru_cache(maxsize=8)
 def run_breakdown(run: Run) -> pl.DataFrame:
-    """breakdown.gpu_time_breakdown of `run`, cached: the /kernels headline reads only this."""
+    """breakdown.gpu_time_breakdown of `run` (the /kernels headline reads only this; views.insights caches it)."""
     return breakdown.gpu_time_breakdown(run)
 
 
-@lru_cache(maxsize=8)
 def run_insights(run: Run) -> Insights:
     """The breakdown, idle causes, launch summary and ranked findings of `run`."""
     findings: list[Finding] = []
@@ -95,8 +92,3 @@ def run_insights(run: Run) -> Insights:
     if run.has("ir_steps"):
         findings.extend(ir_growth.ir_findings(run.id, run.frame("ir_steps")))
     return Insights(run.id, by_rank, by_step, causes, launch, ranked(findings), skipped)
-
-
-def clear_caches() -> None:
-    run_breakdown.cache_clear()
-    run_insights.cache_clear()

@@ -16,13 +16,9 @@ Definitions (written on the page too):
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import polars as pl
 
 from dashboard.analysis.rank_summaries import KERNEL_SUMMARY_SCHEMA, STEP_SCHEMA, step_spans
-from dashboard.analysis.run_views import run_origin_ns
-from dashboard.analysis.timeline import TimelineData, prepare_timeline
 from dashboard.store import Run
 
 SLOWEST_SHOWN = 10
@@ -98,15 +94,3 @@ def step_window(steps: pl.DataFrame, rank: int, step: int) -> tuple[int, int] | 
     if row.height == 0:
         return None
     return int(row.item(0, "start_ns")), int(row.item(0, "end_ns"))
-
-
-TIMELINE_TABLES = ("kernels", "memcpy", "ranges", "stack")
-
-
-def one_rank_timeline(run: Run, rank: int) -> TimelineData:
-    """The timeline index of one rank: only its rows are read (a filtered scan; in a partitioned run
-    the other ranks' files are skipped by their statistics), on the run's clock, so a window reads
-    the same on every page and for every rank."""
-    tables = [run.scan(table).filter(pl.col("rank") == rank).collect() for table in TIMELINE_TABLES]
-    data = prepare_timeline(*tables)
-    return replace(data, start_ns=min(data.start_ns, run_origin_ns(run)))

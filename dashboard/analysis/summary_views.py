@@ -20,8 +20,8 @@ from pathlib import Path
 
 import polars as pl
 
-from dashboard.analysis.kernel_names import kernel_labels
 from dashboard.analysis.kernel_keys import with_kernel_keys
+from dashboard.analysis.kernel_names import kernel_labels
 from dashboard.store import PARTITION_GLOB, Run
 
 # As /timeline (layouts.kernel_views.MANY_RANKS): above this many ranks, whole-run views read summaries.

@@ -9,7 +9,6 @@ import dash_bootstrap_components as dbc
 import polars as pl
 from dash import dcc, html
 
-from dashboard.analysis import run_views
 from dashboard.analysis.compare import Side
 from dashboard.analysis.compare_memory import (
     align_ops,
@@ -38,6 +37,7 @@ from dashboard.layouts.compare_cuda_memory import cuda_memory_section
 from dashboard.layouts.page import chart
 from dashboard.store import Run
 from dashboard.views import compare_sections as sections
+from dashboard.views import run_views
 
 MAX_STRETCHES = 40
 

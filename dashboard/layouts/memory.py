@@ -13,10 +13,10 @@ import dash_bootstrap_components as dbc
 import polars as pl
 from dash import dcc, html
 
-from dashboard.analysis import memory_view as analysis
-from dashboard.analysis.memory_view import MemoryData
 from dashboard.analysis.units import format_bytes
+from dashboard.views import memory_data as analysis
 from dashboard.views.memory import State, selected_row_style, table_columns
+from dashboard.views.memory_data import MemoryData
 
 CURVES_ID, GROWTH_ID, TABLE_ID = "memory-curves", "memory-growth", "memory-table"
 PEAK_BUTTON = "memory-peak-op"

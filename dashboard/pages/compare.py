@@ -13,8 +13,6 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 from dash.exceptions import PreventUpdate
 
-from dashboard.analysis import run_views
-from dashboard.analysis.compare_view import CompareView, choose_sides, compare_view
 from dashboard.figures.compare import layer_from_click
 from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.after_charts import AfterCharts
@@ -26,6 +24,8 @@ from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
 from dashboard.views import compare as view
+from dashboard.views import run_views
+from dashboard.views.compare_sides import CompareView, choose_sides, compare_view
 from dashboard.views.kernel_table import NUMBER_FORMAT
 from dashboard.views.params import ALL_RANKS, parse_rank
 

@@ -15,12 +15,13 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 from dash.exceptions import PreventUpdate
 
-from dashboard.analysis.compare_history import history, predecessor, series_runs
+from dashboard.analysis.compare_history import predecessor, series_runs
 from dashboard.figures.compare_history import history_figure, run_from_click
 from dashboard.layouts.page import chart, page_header, page_href
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
+from dashboard.views.history import history
 
 dash.register_page(__name__, path="/history", name="History", order=8, title="History · dashboard")
 

@@ -15,7 +15,6 @@ from dash import Input, Output, Patch, State, callback, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import kernels as kernel_analysis
-from dashboard.analysis import run_views
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.after_charts import AfterCharts
@@ -25,6 +24,7 @@ from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
 from dashboard.views import kernels as view
+from dashboard.views import run_views
 from dashboard.views.kernel_table import csv_columns, window_text
 from dashboard.views.params import format_window, parse_rank
 

@@ -12,7 +12,6 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, Patch, State, callback, clientside_callback, dcc, html, no_update
 
-from dashboard.analysis import run_views
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES
 from dashboard.figures.layers import layer_from_event
@@ -22,6 +21,7 @@ from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
 from dashboard.views import layers as view
+from dashboard.views import run_views
 from dashboard.views.kernel_table import window_text
 from dashboard.views.params import format_window
 

@@ -25,7 +25,6 @@ import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, Patch, State, callback, clientside_callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from dashboard.analysis import memory_view as analysis
 from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.memory import (
     CURVES_ID,
@@ -46,6 +45,7 @@ from dashboard.pages import memory_cuda
 from dashboard.store import Run
 from dashboard.views import memory as view
 from dashboard.views import memory_curves
+from dashboard.views import memory_data as analysis
 from dashboard.views import memory_events as events
 
 dash.register_page(__name__, path="/memory", name="Memory", order=4, title="Memory · dashboard")

@@ -2,7 +2,10 @@
 
 A `Run` is reopened as a new object when its run.json changes, so keying on the
 object drops stale results by itself; states are frozen dataclasses (or parts of
-them: a rank, a window), so they key too. Pages hold no caches of their own.
+them: a rank, a window), so they key too. A function may instead take an object
+built once per Run by another cached function (a run's prepared memory data):
+it lives and dies with that Run the same way. Pages and analysis hold no caches
+of their own.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ _CACHED: list[Any] = []
 
 
 def per_run(maxsize: int = 16) -> Callable[[F], F]:
-    """Cache a function whose first argument is a Run and whose others are hashable state parts."""
+    """Cache a function whose first argument is a Run (or an object cached per Run) and whose others are
+    hashable state parts."""
     def decorate(function: F) -> F:
         cached = lru_cache(maxsize=maxsize)(function)
         _CACHED.append(cached)

@@ -15,13 +15,12 @@ from typing import Any, Self
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.analysis import run_views
 from dashboard.analysis.compare import Side
-from dashboard.analysis.compare_view import CompareView, choose_sides, compare_view
 from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.compare import delta_figure, layer_delta_figure, totals_scatter
 from dashboard.store import Run, RunStore
-from dashboard.views import compare_sections, params
+from dashboard.views import compare_sections, params, run_views
+from dashboard.views.compare_sides import CompareView, choose_sides, compare_view
 from dashboard.views.state import ViewState, param
 
 TOP_CHOICES = (10, 20, 30, 50)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from dashboard.analysis import run_views
 from dashboard.analysis.compare import Side
 from dashboard.analysis.compare_cuda_memory import run_peak_deltas
 from dashboard.analysis.compare_memory import align_ops, aligned_curves, first_divergence, op_sequence, peak_comparison
@@ -19,6 +18,7 @@ from dashboard.figures.compare_memory import compare_memory_figure
 from dashboard.figures.compare_passes import busy_figure, pass_figure
 from dashboard.figures.compare_planner import liveness_figure
 from dashboard.store import Run, RunStore
+from dashboard.views import run_views
 
 PLANNER_TABLES = ("ws_buffers", "ws_ops", "ws_channels")
 

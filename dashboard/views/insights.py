@@ -1,7 +1,7 @@
 """`/insights`: the GPU time breakdown per rank and step, and the findings ranked by what is at stake.
 
 URL state: run only (any run: kernel traces give GPU-time findings, memory logs, allocator traces and
-planner dumps give theirs). The analysis is built once per run (`analysis.insights.run_insights`).
+planner dumps give theirs). The analysis is built once per run (`analysis.insights.run_insights`, cached here).
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.analysis.insights import Insights, run_insights
+from dashboard.analysis.insights import Insights, run_breakdown, run_insights
 from dashboard.figures.insights import breakdown_figure
 from dashboard.store import Run
+from dashboard.views.cache import per_run
 from dashboard.views.state import ViewState
 
 MAX_STEP_BARS = 64  # more (rank, step) bars than this are not legible: the per-step chart shows the first ones
@@ -29,8 +30,15 @@ def has_gpu_time(run: Run) -> bool:
     return run.has("kernels") or run.has("memcpy")
 
 
+@per_run(8)
 def insights(run: Run) -> Insights:
-    return run_insights(run)  # cached per run
+    return run_insights(run)
+
+
+@per_run(8)
+def breakdown(run: Run) -> pl.DataFrame:
+    """The whole run's GPU time breakdown (analysis.breakdown), the /kernels headline."""
+    return run_breakdown(run)
 
 
 def steps_shown(run: Run) -> pl.DataFrame:

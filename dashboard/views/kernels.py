@@ -14,13 +14,13 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.analysis import kernels as kernel_analysis
-from dashboard.analysis import run_views, summary_views
+from dashboard.analysis import summary_views
 from dashboard.analysis.breakdown import breakdown_text
-from dashboard.analysis.insights import run_breakdown
 from dashboard.analysis.units import format_ns
 from dashboard.figures.kernels import duration_scatter_figure, selected_points, top_kernels_figure
 from dashboard.store import Run
-from dashboard.views import params
+from dashboard.views import insights as insights_view
+from dashboard.views import params, run_views
 from dashboard.views.kernel_table import busy_text, kernel_column_defs, kernel_rows
 from dashboard.views.state import ViewState, param
 
@@ -113,4 +113,4 @@ def breakdown_line(run: Run) -> str:
     ranks = summary_views.summary_ranks(run)
     if ranks is not None and len(ranks) > summary_views.SUMMARY_MIN_RANKS:
         return f"per rank on Insights ({len(ranks)} ranks: it reads every kernel's interval, this page only summaries)"
-    return breakdown_text(run_breakdown(run))
+    return breakdown_text(insights_view.breakdown(run))

@@ -12,14 +12,13 @@ from typing import Any, Self
 
 import plotly.graph_objects as go
 
-from dashboard.analysis import run_views
 from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES, device_name, peak_flops
 from dashboard.analysis.layers import PASSES
 from dashboard.analysis.units import format_flops_rate
 from dashboard.figures.kernels import TOTAL_ONE_RANK, top_kernels_figure, total_rank_sum
 from dashboard.figures.layers import PASS_LABELS, highlight_shapes, layer_box_figure, layer_order
 from dashboard.store import Run
-from dashboard.views import params
+from dashboard.views import params, run_views
 from dashboard.views.kernel_table import busy_text, kernel_column_defs, kernel_rows
 from dashboard.views.state import ViewState, param
 

@@ -21,13 +21,13 @@ from typing import Any, Self
 
 import plotly.graph_objects as go
 
-from dashboard.analysis import memory_view as analysis
-from dashboard.analysis.memory_view import DEFAULT_PEAKS, DEFAULT_UNIT, PEAK_VIEWS, UNITS, MemoryData
 from dashboard.analysis.units import bytes_unit_for
 from dashboard.figures.memory import memory_curves_figure, top_growth_figure
 from dashboard.store import Run
 from dashboard.views import memory_curves, params
+from dashboard.views import memory_data as analysis
 from dashboard.views.cache import per_run
+from dashboard.views.memory_data import DEFAULT_PEAKS, DEFAULT_UNIT, PEAK_VIEWS, UNITS, MemoryData
 from dashboard.views.state import ViewState, param
 
 # Export name of each chart -> the page's component id.

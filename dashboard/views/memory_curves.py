@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dashboard.analysis import memory_view as analysis
-from dashboard.analysis.memory_view import MemoryData
 from dashboard.figures.memory import mark_shapes, track_curves, track_points
+from dashboard.views import memory_data as analysis
+from dashboard.views.memory_data import MemoryData
 
 if TYPE_CHECKING:
     from dashboard.views.memory import State

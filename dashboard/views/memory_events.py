@@ -12,7 +12,9 @@ from typing import Any
 
 import polars as pl
 
-from dashboard.analysis.memory_view import (
+from dashboard.views.chart_events import x_range_from_relayout
+from dashboard.views.memory import State
+from dashboard.views.memory_data import (
     DEFAULT_PEAKS,
     DEFAULT_UNIT,
     PEAK_VIEWS,
@@ -22,8 +24,6 @@ from dashboard.analysis.memory_view import (
     existing_op,
     op_summary,
 )
-from dashboard.views.chart_events import x_range_from_relayout
-from dashboard.views.memory import State
 from dashboard.views.params import parse_int
 
 

@@ -9,14 +9,12 @@ grey), window (`<start_ns>-<end_ns>` on the run clock: the zoom, carried to
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Self
 
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.analysis.rank_steps import one_rank_timeline
-from dashboard.analysis.run_views import kernel_ranks
 from dashboard.analysis.timeline import OVERLAY_GROUP, TimelineData, TimelineView, clamp_window, prepare_timeline
 from dashboard.analysis.timeline import timeline_view as build_view
 from dashboard.analysis.units import format_ns
@@ -25,6 +23,7 @@ from dashboard.gc_pause import gc_paused
 from dashboard.store import Run
 from dashboard.views import params
 from dashboard.views.cache import per_run
+from dashboard.views.run_views import kernel_ranks, run_origin_ns
 from dashboard.views.state import ViewState, param
 
 # Export name of each chart -> the page's component id.
@@ -136,3 +135,15 @@ def status_text(view: TimelineView) -> str:
         parts.append(f"{len(view.selected_keys)} selected kernel{'s' if len(view.selected_keys) != 1 else ''} "
                      "highlighted, others grey")
     return " · ".join(parts)
+
+
+TIMELINE_TABLES = ("kernels", "memcpy", "ranges", "stack")
+
+
+def one_rank_timeline(run: Run, rank: int) -> TimelineData:
+    """The timeline index of one rank: only its rows are read (a filtered scan; in a partitioned run
+    the other ranks' files are skipped by their statistics), on the run's clock, so a window reads
+    the same on every page and for every rank."""
+    tables = [run.scan(table).filter(pl.col("rank") == rank).collect() for table in TIMELINE_TABLES]
+    data = prepare_timeline(*tables)
+    return replace(data, start_ns=min(data.start_ns, run_origin_ns(run)))

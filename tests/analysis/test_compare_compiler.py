@@ -131,7 +131,7 @@ def _empty_run(tmp_path: Path) -> Run:
 
 def test_a_lone_compile_run_compares_with_itself(tmp_path: Path) -> None:
     from dashboard.analysis.compare import Side
-    from dashboard.analysis.compare_view import choose_sides, compare_view
+    from dashboard.views.compare_sides import choose_sides, compare_view
 
     store = RunStore(tmp_path / "data")
     (tmp_path / "two.txt").write_text(compile_log("add_kernel", 1024) + compile_log("add_kernel", 2048))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import polars as pl
 
 from dashboard import schema
-from dashboard.analysis.compare_history import BUSY, KERNEL, MEMORY, STEP, history, predecessor, series_runs
+from dashboard.analysis.compare_history import BUSY, KERNEL, MEMORY, STEP, predecessor, series_runs
 from dashboard.layouts.compare_links import compare_links
 from dashboard.store import RunStore
+from dashboard.views.history import history
 
 
 def kernel_run(scale: int) -> dict[str, pl.DataFrame]:

@@ -88,8 +88,8 @@ def test_clipping_the_union_equals_the_union_of_clipped_intervals(rows: list[tup
 
 def test_run_view_counts_kernels_and_copies_per_rank_and_window(tmp_path) -> None:
     from dashboard import schema
-    from dashboard.analysis import run_views
     from dashboard.store import RunStore
+    from dashboard.views import run_views
 
     kernels = schema.conform("kernels", pl.DataFrame({
         "rank": [0, 0, 1], "name": ["a", "b", "a"], "start_ns": [0, 50, 10], "end_ns": [30, 100, 20]}))

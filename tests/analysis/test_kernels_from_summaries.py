@@ -10,8 +10,9 @@ import polars as pl
 import pytest
 
 from dashboard import store as store_module
-from dashboard.analysis import run_views, summary_views
+from dashboard.analysis import summary_views
 from dashboard.store import RunStore
+from dashboard.views import run_views
 from tests.support.rank_runs import partitioned_run, rank_traces
 
 RANKS = summary_views.SUMMARY_MIN_RANKS + 2

@@ -141,8 +141,8 @@ def test_device_name_from_kineto_or_nsys_metadata() -> None:
 
 
 def test_run_views_cache_per_state_and_attribute_layer_kernels(tmp_path) -> None:
-    from dashboard.analysis import run_views
     from dashboard.store import RunStore
+    from dashboard.views import run_views
     from tests.support.layered_run import DEVICE_METADATA, layered_tables
 
     store = RunStore(tmp_path / "data")

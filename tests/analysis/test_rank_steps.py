@@ -9,6 +9,7 @@ import polars as pl
 from dashboard.analysis import rank_steps
 from dashboard.figures.ranks import clicked_cell, step_heatmap
 from dashboard.store import RunStore
+from dashboard.views import timeline as timeline_view_module
 from tests.support.rank_runs import partitioned_run, rank_traces
 
 
@@ -62,7 +63,7 @@ def test_heatmap_cells_are_named_by_their_rank_and_step_labels() -> None:
 
 
 def test_kernels_page_spread_and_busy_come_from_stored_summaries(tmp_path: Path, monkeypatch) -> None:
-    from dashboard.analysis import run_views
+    from dashboard.views import run_views
 
     inputs = rank_traces(tmp_path / "ranks", 3, kernels=1500)
     store = RunStore(tmp_path / "data")
@@ -92,13 +93,13 @@ def test_timeline_opens_on_one_rank_when_a_run_has_many() -> None:
 
 
 def test_one_rank_timeline_reads_only_that_rank_on_the_run_clock(tmp_path: Path) -> None:
-    from dashboard.analysis.run_views import run_origin_ns
     from dashboard.analysis.timeline import prepare_timeline
+    from dashboard.views.run_views import run_origin_ns
 
     store = RunStore(tmp_path / "data")
     run = store.open(partitioned_run(store, rank_traces(tmp_path / "ranks", 9, kernels=300)))
-    whole = prepare_timeline(*(run.frame(t) for t in rank_steps.TIMELINE_TABLES))
-    one = rank_steps.one_rank_timeline(run, 3)
+    whole = prepare_timeline(*(run.frame(t) for t in timeline_view_module.TIMELINE_TABLES))
+    one = timeline_view_module.one_rank_timeline(run, 3)
     assert one.ranks == [3]
     assert one.start_ns == run_origin_ns(run) == whole.start_ns
     lanes_of_3 = whole.lanes.filter(pl.col("rank") == 3).get_column("lane")

@@ -349,8 +349,8 @@ def test_rank_filter_keeps_only_that_ranks_lanes_and_copies() -> None:
 
 
 def test_every_page_measures_windows_from_the_timelines_first_instant(tmp_path) -> None:
-    from dashboard.analysis.run_views import run_origin_ns
     from dashboard.store import RunStore
+    from dashboard.views.run_views import run_origin_ns
 
     tables = _small_run()
     first_kernel = int(tables["kernels"].get_column("start_ns").min())

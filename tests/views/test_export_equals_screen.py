@@ -80,13 +80,13 @@ Cases = list[tuple[Run, dict[str, str]]]
 
 
 def _kernel_keys(run: Run) -> list[str]:
-    from dashboard.analysis import run_views
+    from dashboard.views import run_views
 
     return run_views.kernel_view(run, None, None, "name").summary.get_column("key").to_list()
 
 
 def kernels_cases(store: RunStore) -> Cases:
-    from dashboard.analysis import run_views
+    from dashboard.views import run_views
 
     run = _run_with(store, "kernels")
     keys, ranks = _kernel_keys(run), run_views.kernel_ranks(run)
@@ -106,7 +106,7 @@ def insights_cases(store: RunStore) -> Cases:
 
 
 def compare_cases(store: RunStore) -> Cases:
-    from dashboard.analysis import run_views
+    from dashboard.views import run_views
 
     kernel_runs = _runs_with(store, "kernels")
     run = kernel_runs[0]
@@ -180,7 +180,7 @@ def _memory_cuda_states(run: Run) -> list[dict[str, str]]:
 
 
 def _layer_states(run: Run) -> list[dict[str, str]]:
-    from dashboard.analysis import run_views
+    from dashboard.views import run_views
 
     stats = run_views.layer_view(run, None, None).stats
     layer, pass_ = stats.row(0, named=True)["layer"], stats.row(-1, named=True)["pass"]
@@ -197,7 +197,7 @@ def _layer_states(run: Run) -> list[dict[str, str]]:
 
 
 def _timeline_states(run: Run) -> list[dict[str, str]]:
-    from dashboard.analysis import run_views
+    from dashboard.views import run_views
 
     keys = run_views.kernel_view(run, None, None, "name").summary.get_column("key").to_list()
     start = int(run.scan("kernels").select("start_ns").min().collect().item())

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import polars as pl
 
 from dashboard.analysis import memory as analysis
+from dashboard.views.cache import per_run
 
 UNITS = {"bank": "per bank", "device": "device total"}
 PEAK_VIEWS = {"all": "true peak", "profiler": "profiler's view"}
@@ -115,7 +115,7 @@ def _rows_between(frame: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
 
 # ---- the views ----------------------------------------------------------------------------------
 
-@lru_cache(maxsize=8)
+@per_run(8)
 def op_table(data: MemoryData, unit: str) -> pl.DataFrame:
     """One row per computing op: allocated before and delta per drawn buffer type, shapes."""
     table = analysis.op_table(data.op_memory, data.op_meta, per_bank=unit == "bank")
@@ -131,7 +131,7 @@ def _filter(frame: pl.DataFrame, ops: tuple[int, int] | None, optypes: tuple[str
     return analysis.filter_ops(frame, op_types=optypes or None, programs=programs or None)
 
 
-@lru_cache(maxsize=32)
+@per_run(32)
 def table_view(data: MemoryData, unit: str, ops: tuple[int, int] | None, optypes: tuple[str, ...],
                programs: tuple[str, ...], sort: tuple[tuple[str, bool], ...] = ()) -> pl.DataFrame:
     """The ops table for a range and filters, sorted as the grid asks (op order by default)."""
@@ -163,7 +163,7 @@ def table_csv(frame: pl.DataFrame, per_bank: bool) -> str:
     return frame.rename(renamed).write_csv()
 
 
-@lru_cache(maxsize=32)
+@per_run(32)
 def growth_view(data: MemoryData, ops: tuple[int, int] | None, programs: tuple[str, ...],
                 n: int = TOP_GROWTH) -> pl.DataFrame:
     """Top-n ops by memory left behind per buffer type, within the range and programs."""
@@ -171,7 +171,7 @@ def growth_view(data: MemoryData, ops: tuple[int, int] | None, programs: tuple[s
     return analysis.top_growth(frame, n=n, buffer_types=data.buffer_types)
 
 
-@lru_cache(maxsize=32)
+@per_run(32)
 def range_view(data: MemoryData, ops: tuple[int, int] | None) -> pl.DataFrame:
     """`analysis.range_stats` over the brushed range (the whole run without one), drawn types only."""
     start, end = ops if ops is not None else (data.first_op, data.last_op)
@@ -195,7 +195,7 @@ def op_summary(data: MemoryData, op: int) -> dict[str, Any] | None:
     return row.row(0, named=True) if row.height else None
 
 
-@lru_cache(maxsize=32)
+@per_run(32)
 def highlighted_ops(data: MemoryData, optypes: tuple[str, ...], programs: tuple[str, ...]) -> pl.Series:
     """Op indices of the selected op types (within the selected programs); empty without types."""
     if not optypes:
@@ -203,7 +203,7 @@ def highlighted_ops(data: MemoryData, optypes: tuple[str, ...], programs: tuple[
     return analysis.filter_ops(data.ops, op_types=optypes, programs=programs or None)["op_index"]
 
 
-@lru_cache(maxsize=32)
+@per_run(32)
 def highlight_rows(data: MemoryData, unit: str, optypes: tuple[str, ...], programs: tuple[str, ...],
                    window: tuple[int, int] | None = None) -> dict[str, pl.DataFrame]:
     """Per drawn buffer type, the curve rows of highlighted ops (in the zoomed window, if any).

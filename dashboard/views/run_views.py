@@ -10,7 +10,6 @@ drops stale entries naturally.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import polars as pl
 
@@ -20,6 +19,7 @@ from dashboard.analysis import layers as layer_analysis
 from dashboard.analysis import summary_views
 from dashboard.analysis.kernels import Group, Window
 from dashboard.store import Run
+from dashboard.views.cache import per_run
 
 
 @dataclass(frozen=True)
@@ -41,24 +41,24 @@ class LayerView:
     occurrences: int
 
 
-@lru_cache(maxsize=8)
+@per_run(8)
 def prepared_kernels(run: Run) -> pl.DataFrame:
     return kernel_analysis.prepare_kernels(run.frame("kernels"))
 
 
-@lru_cache(maxsize=8)
+@per_run(8)
 def run_launch_shapes(run: Run) -> pl.DataFrame:
     return kernel_analysis.launch_shapes(prepared_kernels(run))
 
 
-@lru_cache(maxsize=8)
+@per_run(8)
 def kernel_layer_codes(run: Run) -> dict[str, int]:
     """layer name -> its `layer_code` in prepared_kernels."""
     codes = prepared_kernels(run).group_by("layer_code").agg(pl.col("layer").first()).drop_nulls("layer")
     return dict(zip(codes.get_column("layer").to_list(), codes.get_column("layer_code").to_list(), strict=True))
 
 
-@lru_cache(maxsize=8)
+@per_run(8)
 def kernel_ranks(run: Run) -> tuple[int, ...]:
     stored = summary_views.summary_ranks(run)  # a many-rank run's kernel ranks without reading its kernels
     ranks = set(stored) if stored is not None else set(
@@ -67,12 +67,12 @@ def kernel_ranks(run: Run) -> tuple[int, ...]:
     return tuple(sorted(r for r in ranks if r is not None))
 
 
-@lru_cache(maxsize=64)
+@per_run(64)
 def filtered_kernels(run: Run, rank: int | None, window: Window) -> pl.DataFrame:
     return kernel_analysis.filter_kernels(prepared_kernels(run), rank, window)
 
 
-@lru_cache(maxsize=64)
+@per_run(64)
 def kernel_view(run: Run, rank: int | None, window: Window, group: Group) -> KernelView:
     if summary_views.reads_summaries(run, rank, window, group):
         return _summary_kernel_view(run, group)
@@ -106,7 +106,7 @@ def stored_spread(run: Run, group: Group, window: Window) -> pl.DataFrame | None
     return kernel_analysis.rank_spread(stored.select("rank", "name", pl.col("total_ns").alias("time_ns")), group)
 
 
-@lru_cache(maxsize=8)
+@per_run(8)
 def gpu_activity_pieces(run: Run) -> pl.DataFrame:
     """The union of each rank's kernel and copy intervals (gpu_busy.merged_intervals), built once per run."""
     # Three integer columns read from the files: /layers may never load the whole kernels table.
@@ -114,7 +114,7 @@ def gpu_activity_pieces(run: Run) -> pl.DataFrame:
     return busy_analysis.merged_intervals(busy_analysis.activity_intervals(*tables))
 
 
-@lru_cache(maxsize=64)
+@per_run(64)
 def gpu_busy_view(run: Run, rank: int | None, window: Window) -> pl.DataFrame:
     """Per rank: span, busy and idle time of the GPU (gpu_busy), kernels and copies counted; a window clips."""
     stored = run.summary("busy") if window is None else None
@@ -126,7 +126,7 @@ def gpu_busy_view(run: Run, rank: int | None, window: Window) -> pl.DataFrame:
     return busy_analysis.busy_from_pieces(pieces, window)
 
 
-@lru_cache(maxsize=8)
+@per_run(8)
 def run_layer_samples(run: Run) -> layer_analysis.LayerSamples:
     # Only module ranges are read (pushed down into the parquet scan); an absent
     # table scans as an empty frame with its schema.
@@ -136,7 +136,7 @@ def run_layer_samples(run: Run) -> layer_analysis.LayerSamples:
     return layer_analysis.layer_occurrences(modules, run.frame("kernels"))
 
 
-@lru_cache(maxsize=64)
+@per_run(64)
 def layer_view(run: Run, rank: int | None, window: Window) -> LayerView:
     samples = run_layer_samples(run)
     occurrences = layer_analysis.select_occurrences(samples.occurrences, rank, window)
@@ -150,7 +150,7 @@ def layer_view(run: Run, rank: int | None, window: Window) -> LayerView:
     )
 
 
-@lru_cache(maxsize=64)
+@per_run(64)
 def layer_kernel_view(run: Run, rank: int | None, window: Window, layer: str,
                       pass_: str) -> tuple[pl.DataFrame, str]:
     """The kernel summary of one layer and pass, and how its kernels were attributed."""
@@ -164,7 +164,7 @@ def layer_kernel_view(run: Run, rank: int | None, window: Window, layer: str,
 _TIMED_TABLES = ("kernels", "memcpy", "ranges", "stack")
 
 
-@lru_cache(maxsize=16)
+@per_run(16)
 def run_origin_ns(run: Run) -> int:
     """The run's first instant: the earliest start of any kernel, copy, range or stack frame.
 

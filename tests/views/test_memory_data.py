@@ -6,9 +6,9 @@ import polars as pl
 import pytest
 
 from dashboard.analysis import memory as analysis
-from dashboard.analysis import memory_view as view
 from dashboard.collectors import registry
 from dashboard.demo import tt_memory_log
+from dashboard.views import memory_data as view
 from dashboard.views import memory_events as events
 from dashboard.views.memory import State as ViewState
 from dashboard.views.memory import checked

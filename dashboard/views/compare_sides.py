@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from dashboard.analysis import run_views
 from dashboard.analysis.compare import (
     Side,
     Totals,
@@ -17,6 +16,7 @@ from dashboard.analysis.compare import (
 )
 from dashboard.analysis.compare_kernels import match_renamed, merge_renamed
 from dashboard.store import Run, RunNotFound, RunStore
+from dashboard.views import run_views
 
 
 @dataclass(frozen=True)
