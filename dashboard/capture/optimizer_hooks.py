@@ -2,7 +2,7 @@
 
 Each `optimizer.step()` becomes a range named as torch's profiler names it
 (`Optimizer.step#SGD.step`), category "marker", pass "optimizer"
-(`cupti_ranges` gives `Optimizer.…` ranges that pass), so the kernels it
+(`ranges` gives `Optimizer.…` ranges that pass), so the kernels it
 launches are attributed to the optimizer pass by CUPTI as module kernels are
 to their layer. torch has no global `zero_grad` hook: its memsets stay
 outside the pass unless the program marks them (`dashboard.mark`).

@@ -98,7 +98,7 @@ class RangeRecorder:
 
         `pass_` / `layer` default to the enclosing range's (pass "unattributed"
         at the top: a step holds every pass); an `Optimizer.…` mark (outside
-        backward) is "optimizer", as in Kineto traces (kineto_passes). `under` > 0 opens
+        backward) is "optimizer", as in Kineto traces (collectors.kineto.passes). `under` > 0 opens
         the range *beneath* the innermost `under` open ranges, which become
         its children (they started first only because of hook order; the new
         range starts with the earliest of them).

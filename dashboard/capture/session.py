@@ -341,7 +341,7 @@ class CaptureSession:
         )
 
     def write_partial(self, staging: Path | str, metadata: dict[str, Any] | None = None) -> Path:
-        """Write this rank's tables into a shared staging folder (merge with `cupti_ranks`)."""
+        """Write this rank's tables into a shared staging folder (merge with `rank_merge`)."""
         return write_rank_partial(
             Path(staging),
             self.rank,

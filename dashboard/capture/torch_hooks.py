@@ -1,7 +1,7 @@
 """Layers and passes, live: torch module hooks that record forward and backward
 ranges (category "module", layer = qualified module name) on the capture's
 clock, plus FLOPs per layer and pass from `torch.utils.flop_counter`; optimizer
-steps through `torch_optimizer_hooks`.
+steps through `optimizer_hooks`.
 
 Forward: global forward pre / post hooks. Backward: gradient hooks on each
 module call's output tensors (all output grads ready = the module's backward

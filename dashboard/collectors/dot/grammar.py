@@ -3,7 +3,7 @@
 The parser knows DOT, nothing about Triton: it turns text into a neutral
 `DotGraph` (graph attributes, clusters with their member nodes, nodes with
 attributes, edges with attributes). The warp-specialization semantics live in
-`triton_ws_semantics`. Keeping the layers apart makes harmless layout changes
+`triton_ws.semantics`. Keeping the layers apart makes harmless layout changes
 (attribute order, blank lines, a re-save by another tool) irrelevant to the
 planner interpretation, and lets each layer be tested on its own.
 

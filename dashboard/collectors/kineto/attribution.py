@@ -7,7 +7,7 @@
   otherwise the innermost such range open at the runtime call on its thread
   (traces whose GPU `External id` is the correlation id match no op).
 * layer comes from that op; pass and profiler step from the ops enclosing the
-  launch and its time (`kineto_passes.gpu_passes`); FLOPs from the outermost range with a
+  launch and its time (`passes.gpu_passes`); FLOPs from the outermost range with a
   formula around it (`flop_owner`), shared among the kernels under that range
   in proportion to their durations, so per-layer sums are not double counted
   and a kernel's FLOP/s equals its op's.

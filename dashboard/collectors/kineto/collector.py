@@ -11,18 +11,18 @@ Tables: `kernels`, `memcpy` (memsets as kind "Memset"), `ranges` (cpu_op,
 user_annotation, gpu_user_annotation, python_function, profiler_step and
 any unknown category of complete event, kept under its own name), and
 `api_calls` (cuda_runtime / cuda_driver). Kernels and copies carry their
-launching op, layer, pass and (kernels) FLOPs; see `kineto_attribution`,
-`kineto_ranges` for how: the pass comes from autograd evidence in the trace
+launching op, layer, pass and (kernels) FLOPs; see `attribution`,
+`ranges` for how: the pass comes from autograd evidence in the trace
 (backward nodes, `Fwd thread id`, `Sequence number`, `fwdbwd` flows, module
 frames), never from the position on the timeline; FLOPs come from a `flops`
 arg or from `Input Dims` (`dashboard.collectors.kineto.flops`), backward FLOPs from
 the backward ops' own shapes (no "2x forward" guess), null where unknown.
 Times are int64 ns: `round(ts * 1000)` (+ `baseTimeNanoseconds`).
 `deviceProperties` and `distributedInfo` go to the run metadata. Pipeline:
-`kineto_decode` (msgspec, chunked; `kineto_parallel` spreads big files over
-processes) -> `kineto_columns` -> `kineto_tables`
-(ns, ranks, cleaning) -> `kineto_nesting` / `kineto_ranges` ->
-`kineto_attribution`.
+`decode` (msgspec, chunked; `parallel` spreads big files over
+processes) -> `columns` -> `tables`
+(ns, ranks, cleaning) -> `nesting` / `ranges` ->
+`attribution`.
 
 How bad input is handled:
 
@@ -37,9 +37,9 @@ How bad input is handled:
 * negative `dur`: dropped, counted. Exact duplicate events: kept once, counted.
 * unknown categories: kept as ranges under their own category name.
 * `[memory]` instants (`profile_memory=True`) become `device_memory`
-  (`kineto_memory`); other instants, metadata (`M`) and launch flows carry
+  (`memory`); other instants, metadata (`M`) and launch flows carry
   nothing the tables need and are ignored; the profiler span (`Trace`) too. What a file
-  holds is counted per category (`kineto_census`): a file without kernels,
+  holds is counted per category (`census`): a file without kernels,
   interval categories the dashboard does not know (other accelerators' device
   activity) and ignored instants are named in warnings with their counts.
 * sampled traces (missing events): orphan correlations simply stay unlinked.

@@ -3,7 +3,7 @@
 Events are grouped by (category, ph) in a dict, then values are pulled out
 column by column with one list comprehension per attribute over the group's
 small structs and handed to polars in one call per column. Times stay in µs
-here; the conversion to ns happens once per file in `kineto_tables`.
+here; the conversion to ns happens once per file in `tables`.
 
 Values that do not fit the expected type are coerced column by column:
 numbers given as strings (`"ts": "1682725898082228"`) become numbers and are

@@ -16,7 +16,7 @@ bounds the memory held in per-event Python objects to one chunk:
 
 Chunks decode with strict, fast types first; a chunk whose values have other
 types (string tids, string timestamps, odd args) is decoded again with
-lenient types (see `kineto_columns`), and a chunk that still fails is decoded
+lenient types (see `columns`), and a chunk that still fails is decoded
 event by event, skipping and counting the events that are not objects.
 """
 
@@ -283,7 +283,7 @@ def frames_of_chunk(events: list[Any], trace: DecodedTrace, parts: dict[str, lis
             memory = memory_frame(RawColumns(group, lenient, trace.problems))
             if memory.height:
                 parts["memory"].append(memory)
-                # Counted apart from the other instants, which stay ignored (see kineto_census).
+                # Counted apart from the other instants, which stay ignored (see census.py).
                 key = f"{category or ''}\t{ph or ''}"
                 trace.categories[key] -= memory.height
                 if trace.categories[key] == 0:

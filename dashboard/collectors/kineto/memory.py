@@ -9,7 +9,7 @@ per device from the trace start (`relative` = true: the memory held before
 the profiler started is unknown and counted as 0) and `reserved` is null.
 
 `op` is the innermost CPU op open at the event on its thread, found with the
-same as-of join as a runtime call's launching op (`kineto_nesting.enclosing`).
+same as-of join as a runtime call's launching op (`nesting.enclosing`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _device() -> pl.Expr:
 def device_memory_table(memory: pl.DataFrame, ranges: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     """The `device_memory` rows of all files' `[memory]` instants (times in ns); (table, warnings).
 
-    `ranges` is the nested range frame (`kineto_ranges.prepare`), for the enclosing op.
+    `ranges` is the nested range frame (`ranges.prepare`), for the enclosing op.
     """
     warnings: list[str] = []
     if memory.height == 0:

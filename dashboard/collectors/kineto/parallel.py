@@ -3,7 +3,7 @@
 Decoding is CPU-bound (msgspec into small structs, then columns), and a trace
 is one JSON document, so a single process tops out well below disk speed.
 Here the `traceEvents` array is cut into byte ranges that worker processes
-(`kineto_worker`) decode independently, each mapping the file itself, so no
+(`worker`) decode independently, each mapping the file itself, so no
 event bytes are copied between processes and the parent never reads the body:
 
 1. the array's span is found without parsing the body: the `"traceEvents": [`
@@ -11,7 +11,7 @@ event bytes are copied between processes and the parent never reads the body:
    array and the tail decode as a trace document (this also yields the
    top-level metadata);
 2. the body is cut into tasks at `}` `,` `{` boundaries; each worker decodes
-   its tasks in chunks exactly like the single-process path (`kineto_decode`)
+   its tasks in chunks exactly like the single-process path (`decode`)
    and writes polars frames as Arrow IPC files;
 3. the frames are joined in file order, so the result equals the
    single-process decode of the same file.
@@ -270,7 +270,7 @@ class _Dispatch:
         processes = self._start(worker_processes)
         running = len(processes)
         try:
-            # A private mapping: chunks are bracketed in place (see kineto_worker.decode_range).
+            # A private mapping: chunks are bracketed in place (see worker.decode_range).
             with open(self.plain, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY) as data:
                 while (index := self._take()) is not None:
                     start, stop = self.tasks[index]

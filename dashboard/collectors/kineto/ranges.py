@@ -1,6 +1,6 @@
 """Ranges: nesting, pass, profiler step, layer and FLOPs, all from the trace itself.
 
-* pass and step: `kineto_passes` (backward / optimizer / forward by the
+* pass and step: `passes` (backward / optimizer / forward by the
   enclosing ranges, never by the position on the timeline).
 * forward op of a backward node: among the non-backward ranges with the same
   `Sequence number`, the one that ends last before the backward node starts;

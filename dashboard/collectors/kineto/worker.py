@@ -1,4 +1,4 @@
-"""Worker process for `kineto_parallel`: decode byte ranges of one trace file.
+"""Worker process for `parallel`: decode byte ranges of one trace file.
 
     python -m dashboard.collectors.kineto.worker SOURCE OUTDIR CHUNK_BYTES
 

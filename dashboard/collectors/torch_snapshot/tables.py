@@ -1,7 +1,7 @@
 """Snapshot objects -> `device_memory` (trace actions) and `memory_segments` (blocks at the end).
 
 Trace entries are turned into polars columns a batch at a time (one list
-comprehension per field, as in `kineto_columns`), so the Python objects of
+comprehension per field, as in `kineto.columns`), so the Python objects of
 a batch are dropped as soon as its columns exist.
 
 Curves: `alloc` adds its size to `allocated`, `free_completed` takes it off

@@ -10,9 +10,9 @@ Sources:
 
 Tables: `ws_buffers`, `ws_ops`, `ws_channels` (one `group` per kernel compile:
 `<folder>#<k>` for dump folders, `<log>#<k> [kernel]` for logs), and
-`dot_nodes` / `dot_edges` for other graphs. Layers: `triton_ws_blocks` cuts and
-groups blocks, `dot_grammar` parses DOT, `triton_ws_semantics` reads the
-planner labels, `triton_ws_tables` merges one compile's graphs.
+`dot_nodes` / `dot_edges` for other graphs. Layers: `blocks` cuts and
+groups blocks, `dot_grammar` parses DOT, `semantics` reads the
+planner labels, `tables` merges one compile's graphs.
 """
 
 from __future__ import annotations

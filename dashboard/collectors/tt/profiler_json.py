@@ -7,7 +7,7 @@ tensors it tracks), `rank`, `program_index` and `metadata.programs`.
 
 Deallocate / get_device ops are absent from these files, so a compute op's delta
 here is net of the frees that followed it; the runtime log is preferred when both
-are there (see tt_memory.py).
+are there (see collector.py).
 """
 
 from __future__ import annotations
