@@ -102,6 +102,21 @@ def test_trace_entries_that_are_not_dicts_are_left_out_and_counted(tmp_path: Pat
     assert result.warnings == [f"{path}: 2 trace entries that are not dicts (damaged) were left out"]
 
 
+def test_trace_entries_with_a_size_that_is_no_integer_are_dropped_and_counted(tmp_path: Path) -> None:
+    snapshot = demo.snapshot_of([_small_run()])
+    clean = COLLECTOR.collect([_write(tmp_path / "clean.pickle", snapshot)], lambda fraction, message: None)
+    entries = snapshot["device_traces"][0]
+    entries.insert(3, {**entries[3], "size": "three MiB"})  # a copy of a real entry, its size text
+    entries.insert(1, {**entries[1], "addr": [1, 2]})
+    path = _write(tmp_path / "texts.pickle", snapshot)
+    result = COLLECTOR.collect([path], lambda fraction, message: None)
+    assert result.tables["device_memory"]["allocated"].to_list() == \
+        clean.tables["device_memory"]["allocated"].to_list()
+    assert result.tables["device_memory"].height == clean.tables["device_memory"].height  # not kept as size 0
+    assert f"{path}: 2 trace entries with an address, size or stream that is not an integer: dropped" \
+        in result.warnings
+
+
 def test_without_segments_the_curve_is_relative(tmp_path: Path) -> None:
     snapshot = demo.snapshot_of([_small_run()])
     snapshot["segments"] = []

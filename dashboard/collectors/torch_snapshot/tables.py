@@ -89,16 +89,21 @@ def entries_frame(number: int, first: int, entries: Sequence[dict[str, Any]], na
         if top is _MISSING:
             top = tops[key] = namer.top(stack)
         frames.append(top)
+    raw = {field: [e.get(field) for e in entries] for field in ("addr", "size", "stream")}
+    numbers = [_ints(field, values) for field, values in raw.items()]
+    # A value the entry has but that is no integer (text, a list...) must not pass as "absent".
+    unreadable = pl.Series("_unreadable", [False] * len(entries))
+    for field, column in zip(raw, numbers, strict=True):
+        unreadable = unreadable | (column.is_null() & pl.Series([value is not None for value in raw[field]]))
     return pl.DataFrame([
         pl.Series("list", [number], dtype=pl.Int32).new_from_index(0, len(entries)),
         pl.int_range(first, first + len(entries), dtype=pl.Int64, eager=True).alias("seq"),
         # Categorical: a few distinct texts over millions of rows cost a code each until the table is written.
         pl.Series("action", [e.get("action") for e in entries], dtype=pl.String, strict=False).cast(pl.Categorical),
-        _ints("addr", [e.get("addr") for e in entries]),
-        _ints("size", [e.get("size") for e in entries]),
-        _ints("stream", [e.get("stream") for e in entries]),
+        *numbers,
         _time_ns([e.get("time_us") for e in entries]),
         pl.Series("frame", frames, dtype=pl.String).cast(pl.Categorical),
+        unreadable,
     ])
 
 
@@ -143,6 +148,12 @@ def device_memory(parts: list[pl.DataFrame], devices: dict[int, int], segments: 
         pl.concat_str([pl.lit("cuda:"), pl.col("list").replace_strict(devices, default=None).cast(pl.String)])
         .alias("device"),
     )
+    unreadable = int(trace.get_column("_unreadable").sum())
+    if unreadable:
+        warnings.append(f"{unreadable:,} trace entr{'y' if unreadable == 1 else 'ies'} with an address, size or "
+                        "stream that is not an integer: dropped")
+        trace = trace.filter(~pl.col("_unreadable"))
+    trace = trace.drop("_unreadable")
     untimed = int(trace.get_column("time_ns").null_count())
     if untimed:
         warnings.append(f"{untimed:,} trace entries without `time_us` (a PyTorch before 2.1): "
