@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from gen_kineto_trace import write_trace  # noqa: E402
 from hta_breakdown import DEFAULT_VENV, HtaUnavailable, hta_python  # noqa: E402
+from tree_rss import tree_rss_kb  # noqa: E402
 
 HTA_LOAD = """
 import json, logging, sys, time
@@ -43,22 +44,6 @@ started = time.perf_counter()
 analysis = TraceAnalysis(trace_dir=sys.argv[1])
 print(json.dumps({"load_s": time.perf_counter() - started, "events": int(len(analysis.t.get_trace(0)))}))
 """
-
-
-def tree_rss_kb(root: int) -> int:
-    """Resident memory of a process and all its descendants, summed (pages shared between them count twice)."""
-    total, stack = 0, [root]
-    while stack:
-        pid = stack.pop()
-        try:
-            with open(f"/proc/{pid}/status") as status:
-                total += next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as children:
-                    stack += [int(child) for child in children.read().split()]
-        except (OSError, StopIteration):
-            pass
-    return total
 
 
 def timed_tree(command: list[str], env: dict[str, str] | None = None,

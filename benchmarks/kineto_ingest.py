@@ -24,32 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_kineto_trace import write_trace
+from tree_rss import SELF_SAMPLER
 
-# Peak RSS is sampled over the whole process tree (the collector decodes big
-# files in worker processes), summing every process's resident set: an upper
-# bound, since pages of the mapped trace shared between processes count twice.
-_TREE_RSS = """
-import os, threading, time
-def _tree_rss_kb(root):
-    total, stack = 0, [root]
-    while stack:
-        pid = stack.pop()
-        try:
-            with open(f"/proc/{pid}/status") as status:
-                total += next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as children:
-                    stack += [int(child) for child in children.read().split()]
-        except (OSError, StopIteration):
-            pass
-    return total
-peak_kb = [0]
-def _sample():
-    while True:
-        peak_kb[0] = max(peak_kb[0], _tree_rss_kb(os.getpid()))
-        time.sleep(0.02)
-threading.Thread(target=_sample, daemon=True).start()
-"""
+_TREE_RSS = SELF_SAMPLER  # peak_kb[0]: the peak RSS of this process tree (tree_rss.py)
 
 _OURS = _TREE_RSS + """
 import json, resource, sys, time
