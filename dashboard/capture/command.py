@@ -24,6 +24,7 @@ from types import TracebackType
 
 import click
 
+from dashboard.capture import run_output
 from dashboard.capture.cupti_backend import CaptureBackend
 from dashboard.capture.session import CaptureError, CaptureSession, CaptureUnavailable
 from dashboard.capture.stacks import StackLimits
@@ -127,9 +128,10 @@ def capture_script(
     warnings = [f"the script failed: {metadata['script']['error'] or f'exit status {exit_code}'}"] if failed else []
     if staging is not None:
         session.warnings.extend(warnings)
-        ident = str(session.write_partial(Path(staging), metadata=metadata))
+        ident = str(run_output.write_partial(session, Path(staging), metadata=metadata))
     else:
-        ident = session.write_run(data_dir, name or script_path.stem, metadata=metadata, extra_warnings=warnings)
+        ident = run_output.write_run(session, data_dir, name or script_path.stem, metadata=metadata,
+                                     extra_warnings=warnings)
     if failed:
         raise ScriptFailed(ident, exit_code, error, script_path)
     return ident

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,7 +34,7 @@ from dashboard import schema
 from dashboard.capture import records as rec
 from dashboard.capture.cupti_backend import CaptureBackend, CaptureUnavailable, CuptiBackend
 from dashboard.capture.ranges import RangeRecorder
-from dashboard.capture.rank_merge import rank_from_env, write_rank_partial
+from dashboard.capture.rank_merge import rank_from_env
 from dashboard.capture.records import RecordSink
 from dashboard.capture.stacks import StackLimits, StackRecorder
 from dashboard.capture.tables import build_tables
@@ -316,36 +315,15 @@ class CaptureSession:
             }
         }
 
-    def write_run(
-        self,
-        data_dir: Path | str,
-        name: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        extra_warnings: Iterable[str] = (),
-    ) -> str:
-        """Write the captured tables as a new run; returns its id."""
-        from dashboard.store import RunStore
-        from dashboard.validation import drop_impossible_rows
+    def write_run(self, data_dir: Path | str, name: str | None = None, metadata: dict[str, Any] | None = None,
+                  extra_warnings: Iterable[str] = ()) -> str:
+        """Write the captured tables as a new run (run_output.write_run); returns its id."""
+        from dashboard.capture import run_output
 
-        started = time.perf_counter()
-        # Live records go through the same rules as ingested files: nothing impossible is kept silently.
-        tables, dropped = drop_impossible_rows(self.tables(), f"capture {name or self.name}")
-        build_seconds = time.perf_counter() - started
-        return RunStore(data_dir).write(
-            name=name or self.name,
-            tables=tables,
-            parse_seconds=build_seconds,
-            collectors=["cupti"],
-            metadata={**self.metadata(), **(metadata or {})},
-            warnings=[*self.warnings, *extra_warnings, *dropped],
-        )
+        return run_output.write_run(self, data_dir, name, metadata, extra_warnings)
 
     def write_partial(self, staging: Path | str, metadata: dict[str, Any] | None = None) -> Path:
-        """Write this rank's tables into a shared staging folder (merge with `rank_merge`)."""
-        return write_rank_partial(
-            Path(staging),
-            self.rank,
-            self.tables(),
-            metadata={**self.metadata(), **(metadata or {})},
-            warnings=self.warnings,
-        )
+        """Write this rank's tables into a shared staging folder (run_output.write_partial)."""
+        from dashboard.capture import run_output
+
+        return run_output.write_partial(self, staging, metadata)
