@@ -10,6 +10,7 @@ them after a confirmation (Delete).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import dash
@@ -19,6 +20,25 @@ from dash import Input, Output, State, callback, dcc, html
 from dashboard.layouts.server_state import current_jobs
 
 HIDDEN = {"display": "none"}
+_CALLBACKS: list[tuple[tuple[Any, ...], dict[str, Any], Callable[..., Any]]] = []
+
+
+def _section_callback(*args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Keep a callback of this section for `register_callbacks` (not registered at import)."""
+    def keep(function: Callable[..., Any]) -> Callable[..., Any]:
+        _CALLBACKS.append((args, kwargs, function))
+        return function
+    return keep
+
+
+def register_callbacks() -> None:
+    """Hand this section's callbacks to the app being built.
+
+    Dash gives module-level callbacks to the first app a process builds and re-executes page modules for
+    every app; this module is not a page, so the runs page (pages/home.py) calls this as it is executed.
+    """
+    for args, kwargs, function in _CALLBACKS:
+        callback(*args, **kwargs)(function)
 
 
 def _label(item: dict[str, Any]) -> str:
@@ -52,7 +72,7 @@ def failed_uploads_card() -> html.Div:
     )
 
 
-@callback(
+@_section_callback(
     Output("failed-upload-choice", "options"),
     Output("failed-uploads", "style"),
     Input("ingest-poll", "disabled"),
@@ -64,7 +84,7 @@ def refresh_failed_uploads(_polling_stopped: bool) -> tuple[Any, ...]:
     return options, _shown(options)
 
 
-@callback(
+@_section_callback(
     Output("failed-upload-message", "children"),
     Output("failed-upload-choice", "options", allow_duplicate=True),
     # a retry is a new ingest job: the runs page's progress bar follows it
@@ -85,7 +105,7 @@ def retry_upload(_clicks: int | None, job_id: str | None) -> tuple[Any, ...]:
                                                                    className="text-muted"), {"display": "flex"})
 
 
-@callback(
+@_section_callback(
     Output("confirm-delete-upload", "displayed"),
     Output("confirm-delete-upload", "message"),
     Input("delete-upload", "n_clicks"),
@@ -100,7 +120,7 @@ def ask_delete_upload(_clicks: int | None, job_id: str | None, options: list[dic
     return True, f"Delete the kept files of this failed upload? They cannot be recovered.\n\n{label}"
 
 
-@callback(
+@_section_callback(
     Output("delete-upload-message", "children"),
     Output("failed-upload-choice", "options", allow_duplicate=True),
     Output("failed-uploads", "style", allow_duplicate=True),

@@ -20,12 +20,13 @@ from dashboard.layouts.page import page_header, page_href
 from dashboard.layouts.run_warnings import runs_warnings_overview, warnings_details
 from dashboard.layouts.server_state import current_jobs, current_settings, current_store
 from dashboard.layouts.shell import RUNS_VERSION
-from dashboard.pages.failed_uploads import failed_uploads_card
+from dashboard.pages.failed_uploads import failed_uploads_card, register_callbacks
 from dashboard.progress_phases import phases_text
 from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import RunInfo, RunNotFound
 
 dash.register_page(__name__, path="/", name="Runs", order=0, title="Runs · dashboard")
+register_callbacks()  # the failed-uploads section's callbacks, for this app
 
 # The first page that shows each kind of evidence, for the "open" links.
 EVIDENCE_PAGES = {
