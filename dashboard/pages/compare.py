@@ -25,7 +25,7 @@ from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
 from dashboard.views import compare as view
 from dashboard.views import run_views
-from dashboard.views.compare_sides import CompareView, choose_sides, compare_view
+from dashboard.views.compare_sides import CompareView, compare_view
 from dashboard.views.kernel_table import NUMBER_FORMAT
 from dashboard.views.params import ALL_RANKS, parse_rank
 
@@ -76,8 +76,7 @@ def _resolve_a(run_id: str | None) -> tuple[Any, Any]:
 
 
 def _kernel_style(store: Any, a: Any, b: Any) -> dict[str, str]:
-    both = all(store.open(side.run_id).has_evidence("kernels") for side in (a, b))
-    return {} if both else {"display": "none"}
+    return {} if view.both_have_kernels(store, a, b) else {"display": "none"}
 
 
 def _controls_style(kernel_style: dict[str, str]) -> dict[str, str]:
@@ -97,6 +96,15 @@ def _other_rank_options(run_id: str) -> list[dict[str, str]]:
 def _url_state(compared: CompareView, state: view.State) -> dict[str, Any]:
     """The URL state with the sides as chosen (B filled in when the URL left it to the defaults)."""
     return state.replace(rank=compared.a.rank, other=compared.b.run_id, other_rank=compared.b.rank).url_state()
+
+
+def _picked_sides(state: view.State, run: Any, rank_value: Any, other: Any, other_rank: Any,
+                  fired: frozenset[str]) -> view.State:
+    """`state` with the sides the controls pick: A's rank, B's run and B's rank."""
+    return state.replace(
+        rank=parse_rank(rank_value, run_views.kernel_ranks(run)), other=other if isinstance(other, str) else None,
+        # A new B run starts at all of its ranks; a rank of the old run may not exist there.
+        other_rank=None if "compare-other" in fired else view.State.from_query({"other_rank": other_rank}).other_rank)
 
 
 def render(compared: CompareView, state: view.State) -> dict[str, Any]:
@@ -199,12 +207,8 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
     store = current_store()
     run = store.open(run_id)
     fired = fired_ids()
-    drawn = view.State.from_query(url_state or {})
     layer = tuple(layer_value) if layer_value else None
-    state = drawn.replace(
-        rank=parse_rank(rank_value, run_views.kernel_ranks(run)), other=other if isinstance(other, str) else None,
-        # A new B run starts at all of its ranks; a rank of the old run may not exist there.
-        other_rank=None if "compare-other" in fired else view.State.from_query({"other_rank": other_rank}).other_rank,
+    state = _picked_sides(view.State.from_query(url_state or {}), run, rank_value, other, other_rank, fired).replace(
         top=view.State.from_query({"top": top_value}).top, sel=tuple(selected or ()),
         layer=layer[0] if layer else None, pass_=layer[1] if layer else None)
     if "compare-other" in fired:  # another B run: its own compiles
@@ -248,9 +252,7 @@ def update_compare(rank_value: Any, other: Any, other_rank: Any, top_value: Any,
 def update_sections(rank_value: Any, other: Any, other_rank: Any, run_id: str) -> tuple[Any, ...]:
     store = current_store()
     run = store.open(run_id)
-    fired = fired_ids()
-    sides = choose_sides(store, run, parse_rank(rank_value, run_views.kernel_ranks(run)), other,
-                         None if "compare-other" in fired else other_rank)
+    sides = view.sides(store, run, _picked_sides(view.State(), run, rank_value, other, other_rank, fired_ids()))
     if sides is None:
         raise PreventUpdate
     style = _kernel_style(store, *sides)

@@ -15,20 +15,12 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
-_CACHED: list[Any] = []
 
 
 def per_run(maxsize: int = 16) -> Callable[[F], F]:
     """Cache a function whose first argument is a Run (or an object cached per Run) and whose others are
     hashable state parts."""
     def decorate(function: F) -> F:
-        cached = lru_cache(maxsize=maxsize)(function)
-        _CACHED.append(cached)
-        return cached  # type: ignore[return-value]
+        return lru_cache(maxsize=maxsize)(function)  # type: ignore[return-value]
     return decorate
 
-
-def clear_all() -> None:
-    """Forget every cached view (a test that rewrites a run in place)."""
-    for cached in _CACHED:
-        cached.cache_clear()

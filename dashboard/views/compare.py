@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 import plotly.graph_objects as go
-import polars as pl
 
 from dashboard.analysis.compare import Side
 from dashboard.analysis.units import format_ns, time_unit_for
@@ -110,11 +109,3 @@ def table_rows(view: CompareView) -> tuple[list[dict[str, Any]], str]:
         (frame.get_column("ratio")).round(3).alias("ratio"),
     ).to_dicts()
     return rows, unit
-
-
-def tables(run: Run, state: State) -> dict[str, pl.DataFrame]:
-    store = RunStore.containing(run)
-    chosen = sides(store, run, state)
-    if chosen is None or not both_have_kernels(store, *chosen):
-        return {}
-    return {"kernels": compare_view(store, *chosen).comparison}

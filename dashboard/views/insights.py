@@ -54,10 +54,3 @@ def figures(run: Run, state: State) -> dict[str, go.Figure]:
     if by_step.height:
         found["insights-breakdown-steps"] = breakdown_figure(by_step, by_step=True)
     return found
-
-
-def tables(run: Run, state: State) -> dict[str, pl.DataFrame]:
-    """The numbers behind the charts and findings (the details section's tables)."""
-    found = insights(run)
-    return {"by_rank": found.by_rank, "by_step": steps_shown(run), "idle_causes": found.idle_causes,
-            "launch": found.launch}

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 import plotly.graph_objects as go
-import polars as pl
 
 from dashboard.analysis import kernels as kernel_analysis
 from dashboard.analysis import summary_views
@@ -88,12 +87,6 @@ def table(run: Run, state: State) -> tuple[list[dict[str, Any]], list[dict[str, 
         rows = [row for row in rows if row["key"] in chosen]
     columns = kernel_column_defs(state.group, units, kernels.spread is not None, _spread_ranks(kernels))
     return rows, columns
-
-
-def tables(run: Run, state: State) -> dict[str, pl.DataFrame]:
-    """The table the page lists, as a frame (CSV / report exports)."""
-    rows, _columns = table(run, state)
-    return {"kernels": pl.DataFrame(rows)}
 
 
 def totals_text(run: Run, state: State) -> str:

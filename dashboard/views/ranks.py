@@ -81,10 +81,6 @@ def differing(run: Run, state: State) -> pl.DataFrame:
     return rank_steps.kernels_differing(totals(run), rank) if rank is not None else totals(run).clear()
 
 
-def tables(run: Run, state: State) -> dict[str, pl.DataFrame]:
-    return {"slowest": slowest(run), "differing": differing(run, state)}
-
-
 def source_note(run: Run) -> str:
     if run.summary("steps") is not None:
         return "Read from the per-rank summaries stored at ingest."
