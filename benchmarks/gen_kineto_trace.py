@@ -115,6 +115,16 @@ def write_trace(path: Path, kernels: int, seed: int = 0, rank: int = 0) -> Path:
     return path
 
 
+def cached_trace(folder: Path, kernels: int) -> Path:
+    """The benchmark trace with `kernels` kernels, generated once under `folder/k<kernels>/` (alone in its
+    folder: HTA loads every trace of a folder)."""
+    trace = folder / f"k{kernels}" / "bench_rank-0.pt.trace.json"
+    if not trace.exists():
+        print(f"generating {trace} ...")
+        write_trace(trace, kernels)
+    return trace
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path)

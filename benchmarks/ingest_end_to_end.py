@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from gen_kineto_trace import write_trace  # noqa: E402
+from gen_kineto_trace import cached_trace  # noqa: E402
 from hta_breakdown import DEFAULT_VENV, HtaUnavailable, hta_python  # noqa: E402
 from tree_rss import tree_rss_kb  # noqa: E402
 
@@ -128,11 +128,8 @@ def main() -> None:
     parser.add_argument("--hta-timeout", type=float, default=3600.0)
     args = parser.parse_args()
 
-    folder = args.folder / f"k{args.kernels}"  # HTA loads every trace of a folder: one trace per folder
-    trace = folder / "bench_rank-0.pt.trace.json"
-    if not trace.exists():
-        print(f"generating {trace} ...")
-        write_trace(trace, args.kernels)
+    trace = cached_trace(args.folder, args.kernels)
+    folder = trace.parent
     megabytes = trace.stat().st_size / 1e6
     target = 120 if megabytes > 600 else 100
     print(f"trace: {trace} ({megabytes:.0f} MB, {args.kernels:,} kernels); {os.cpu_count()} CPUs, "

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_kineto_trace import write_trace
+from gen_kineto_trace import cached_trace
 from tree_rss import SELF_SAMPLER
 
 _TREE_RSS = SELF_SAMPLER  # peak_kb[0]: the peak RSS of this process tree (tree_rss.py)
@@ -104,11 +104,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs of our collector (the best is reported)")
     args = parser.parse_args()
 
-    folder = args.folder / f"k{args.kernels}"  # HTA loads every trace in a folder: one trace per folder
-    trace = folder / "bench_rank-0.pt.trace.json"
-    if not trace.exists():
-        print(f"generating {trace} ...")
-        write_trace(trace, args.kernels)
+    trace = cached_trace(args.folder, args.kernels)
+    folder = trace.parent
     megabytes = trace.stat().st_size / 1e6
     print(f"machine check: a fixed 10 M-step Python loop took {machine_check():.2f} s")
     print(f"trace: {trace} ({megabytes:.0f} MB, {args.kernels:,} kernels)")
