@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import dash_bootstrap_components as dbc
 from dash import dcc, html
 
 from dashboard.analysis.compare import Side
 from dashboard.analysis.compare_cuda_memory import run_peak_deltas
 from dashboard.analysis.finding import view_href
 from dashboard.analysis.units import format_bytes
-from dashboard.layouts.page import chart
+from dashboard.layouts.page import chart, small_table
 from dashboard.store import Run
 from dashboard.views.compare_sections import cuda_memory_figure
 
@@ -46,9 +45,7 @@ def cuda_memory_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
             for row in deltas.to_dicts()]
     header = ["device", "peak allocated A", "B", "B − A", "peak reserved A", "B", "B − A", "culprit A (its bytes)",
               "culprit B (its bytes)"]
-    table = dbc.Table([html.Thead(html.Tr([html.Th(h) for h in header])),
-                       html.Tbody([html.Tr([html.Td(cell) for cell in row]) for row in rows])],
-                      id="compare-cuda-memory-peaks", size="sm", striped=True, className="small mb-2")
+    table = small_table(header, rows, "compare-cuda-memory-peaks")
     return html.Div([
         html.H5("CUDA allocator memory", className="mb-2"),
         html.Div(f"Rank {rank_a} of A against rank {rank_b} of B; devices matched by name.",

@@ -34,19 +34,12 @@ from dashboard.analysis.units import format_bytes, format_ns
 from dashboard.compare_report import memory_rank, shared_evidence
 from dashboard.layouts.compare_compiler import compiler_section
 from dashboard.layouts.compare_cuda_memory import cuda_memory_section
-from dashboard.layouts.page import chart
+from dashboard.layouts.page import chart, small_table
 from dashboard.store import Run
 from dashboard.views import compare_sections as sections
 from dashboard.views import run_views
 
 MAX_STRETCHES = 40
-
-
-def _table(header: list[str], rows: list[list[Any]], table_id: str | None = None) -> dbc.Table:
-    body = [html.Tr([html.Td("–" if cell is None else cell) for cell in row]) for row in rows]
-    props = {"id": table_id} if table_id else {}
-    return dbc.Table([html.Thead(html.Tr([html.Th(h) for h in header])), html.Tbody(body)], size="sm",
-                     striped=True, className="small mb-2", **props)
 
 
 def _signed(value: float | None, fmt: Any) -> str | None:
@@ -102,11 +95,12 @@ def memory_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
         html.H6("Peaks per buffer type (bytes per bank; culprit = the op that allocated the peak, i.e. the one "
                 "before the peak snapshot; fragmentation = 1 − largest free block / free, at the peak and worst)",
                 className="mt-2"),
-        _table(["buffer", "peak A", "peak B", "B − A", "culprit A", "culprit B", "fragmentation A (peak / worst)",
+        small_table(["buffer", "peak A", "peak B", "B − A", "culprit A", "culprit B", "fragmentation A (peak / worst)",
                 "fragmentation B (peak / worst)"], peak_rows, "compare-memory-peaks"),
         html.Details([html.Summary(f"Alignment: {stretches.height} stretches"
                                    + (f" (first {MAX_STRETCHES} shown)" if stretches.height > MAX_STRETCHES else "")),
-                      _table(["aligned ops", "found", "A ops", "B ops"], stretch_rows, "compare-memory-stretches")]),
+                      small_table(["aligned ops", "found", "A ops", "B ops"], stretch_rows,
+                                  "compare-memory-stretches")]),
     )
 
 
@@ -149,11 +143,11 @@ def planner_body(run_a: Run, run_b: Run, group_a: str, group_b: str, a: str, b: 
     return [
         html.Div(f"Buffers: {_counts(change_counts(changes))} · channels: {_counts(change_counts(channels))}",
                  id="compare-planner-counts", className="small mb-2"),
-        _table(["memory", "unit", "peak A", "peak B", "B − A", "at op A", "at op B", "capacity"], peak_rows,
+        small_table(["memory", "unit", "peak A", "peak B", "B − A", "at op A", "at op B", "capacity"], peak_rows,
                "compare-planner-peaks"),
         chart("compare-liveness", sections.planner_figure(run_a, run_b, group_a, group_b, a, b), "compare-liveness"),
         html.H6("Channels changed (matched on uid)", className="mt-2"),
-        _table(["uid", "change", "A src → dst op", "B src → dst op", "memory", "name"], channel_rows)
+        small_table(["uid", "change", "A src → dst op", "B src → dst op", "memory", "name"], channel_rows)
         if channel_rows else html.Div("No channel changed.", className="small text-muted"),
     ]
 

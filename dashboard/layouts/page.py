@@ -172,3 +172,11 @@ def chart(component_id: Any, figure: go.Figure | None, filename: str, height: in
     style = {"height": f"{height}px"} if height else {}
     return dcc.Graph(id=component_id, figure=figure if figure is not None else go.Figure(),
                      config=graph_config(filename), style=style, **graph_props)
+
+
+def small_table(header: list[str], rows: list[list[Any]], table_id: str | None = None) -> dbc.Table:
+    """A compact striped table of plain cells ("–" for a missing value)."""
+    body = [html.Tr([html.Td("–" if cell is None else cell) for cell in row]) for row in rows]
+    props = {"id": table_id} if table_id else {}
+    return dbc.Table([html.Thead(html.Tr([html.Th(h) for h in header])), html.Tbody(body)], size="sm",
+                     striped=True, className="small mb-2", **props)
