@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 COLLECT = """
 import json, sys, time
 from pathlib import Path
-from dashboard.collectors.nsys import COLLECTOR
+from dashboard.collectors.nsys.collector import COLLECTOR
 started = time.perf_counter()
 result = COLLECTOR.collect([Path(sys.argv[1])], lambda fraction, message: None)
 seconds = time.perf_counter() - started
