@@ -24,19 +24,21 @@ rank variable in TARGET_INFO_SYSTEM_ENV, else the file name (`…rank3`,
 from __future__ import annotations
 
 import logging
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn
+from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, is_gzip
 from dashboard.collectors.failures import describe_failure, sqlite_problem
 from dashboard.collectors.nsys import enums as nsys_enums
 from dashboard.collectors.nsys.db import SQLITE_ERRORS, SQLITE_MAGIC, Export, connect, table_names
-from dashboard.collectors.nsys.nvtx import enclosing_range, nest
+from dashboard.collectors.nsys.nvtx import call_ranges, launch_ranges, nest
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -116,6 +118,18 @@ def _copies(db: Export) -> pl.DataFrame:
     return pl.concat([copies.select(columns), memsets.select(columns)]).sort("start_ns")
 
 
+def _category(classes: dict[int, str], default: str) -> pl.Expr:
+    """The api_calls category of each call's event class (a chain of two whens: ~3x cheaper than a mapping)."""
+    category = pl.lit(default, dtype=_STR)
+    for event_class, name in classes.items():
+        category = pl.when(pl.col("event_class") == event_class).then(pl.lit(name, dtype=_STR)).otherwise(category)
+    return category
+
+
+def _without_version(name: pl.Expr) -> pl.Expr:
+    return name.str.replace(r"_v\d+$", "")  # cudaMalloc_v3020 -> cudaMalloc
+
+
 def _api_calls(db: Export) -> pl.DataFrame:
     classes = nsys_enums.api_event_classes(db.conn, db.tables)
     frames = []
@@ -133,9 +147,8 @@ def _api_calls(db: Export) -> pl.DataFrame:
             "event_class": (event_class or "NULL", _I64),
         }
         frames.append(
-            db.resolve(db.frame(table, fields, where), "name").with_columns(
-                category=pl.col("event_class").replace_strict(classes, default=pl.lit(default), return_dtype=_STR),
-                name=pl.col("name").str.replace(r"_v\d+$", ""),  # cudaMalloc_v3020 -> cudaMalloc
+            db.resolve(db.frame(table, fields, where), "name", _without_version).with_columns(
+                category=_category(classes, default),
             )
         )
     return pl.concat(frames).drop("event_class").sort("start_ns")
@@ -227,6 +240,69 @@ def _metadata(db: Export, activity_pids: set[int], devices: set[int], domains: p
 
 
 @dataclass
+class _Activity:
+    """What one export's read yields before its tables are shaped."""
+
+    kernels: pl.DataFrame
+    copies: pl.DataFrame
+    calls: pl.DataFrame
+    ranges: pl.DataFrame
+    rank: tuple[int, str]  # (rank, where it came from)
+    domains: pl.DataFrame  # NVTX domain creations (id, name)
+
+
+def _domains(db: Export) -> pl.DataFrame:
+    domain_id = nsys_enums.nvtx_event_types(db.conn, db.tables)["NvtxDomainCreate"]
+    return _nvtx_of_type(db, domain_id).drop_nulls("domain")
+
+
+def _read_activity(db: Export, warnings: list[str]) -> _Activity:
+    """Kernels, copies (each with its `op`), API calls, NVTX ranges, rank and domains, read side by side.
+
+    Most of an export's read is SQLite stepping through rows inside ADBC's driver and polars work, both
+    outside the GIL, so each big table is read on its own connection in a pool thread. This thread
+    meanwhile reads the string table (shared: readers wait for it only once their rows are in), the rank
+    and the NVTX domains, then finds the range around each API call while the pool still reads kernels
+    and copies. For the benchmark's 9.5 MB export on two cores the collector went from 0.26 to 0.19 s
+    (median of fresh processes). A gzip export lives in memory and is read in this thread only (a copy
+    per thread would cost more than it saves).
+    """
+    threads = min(4, len(os.sched_getaffinity(0)))
+    read_ranges: Callable[[Export], pl.DataFrame] = lambda export: _nvtx_ranges(export, warnings)  # noqa: E731
+    if threads < 2 or is_gzip(db.path):
+        calls, ranges, kernels, copies = (read(db) for read in (_api_calls, read_ranges, _kernels, _copies))
+        rank, domains = _rank(db), _domains(db)
+        per_call = call_ranges(calls, ranges)
+    else:
+        strings: Future[tuple[pl.Series, pl.Series]] = Future()
+
+        def run(read: Callable[[Export], pl.DataFrame]) -> pl.DataFrame:
+            export = Export(db.path)
+            export.share_strings(strings.result)
+            try:
+                return read(export)
+            finally:
+                export.close()
+
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="nsys-read") as pool:
+            pending = [pool.submit(run, read) for read in (_api_calls, read_ranges, _kernels, _copies)]
+            try:
+                strings.set_result(db.string_ids())
+            except BaseException as exc:
+                strings.set_exception(exc)
+                raise
+            rank, domains = _rank(db), _domains(db)
+            calls, ranges = pending[0].result(), pending[1].result()
+            per_call = call_ranges(calls, ranges)
+            kernels, copies = pending[2].result(), pending[3].result()
+    return _Activity(
+        kernels=kernels.with_columns(op=launch_ranges(kernels, per_call)),
+        copies=copies.with_columns(op=launch_ranges(copies, per_call)),
+        calls=calls, ranges=ranges, rank=rank, domains=domains,
+    )
+
+
+@dataclass
 class ExportTables:
     """One export's tables before its rank is final."""
 
@@ -241,8 +317,8 @@ def read_export(path: Path) -> ExportTables:
     db = Export(path)
     try:
         warnings: list[str] = []
-        kernels, copies, calls = _kernels(db), _copies(db), _api_calls(db)
-        ranges = _nvtx_ranges(db, warnings)
+        activity = _read_activity(db, warnings)
+        kernels, copies, calls, ranges = activity.kernels, activity.copies, activity.calls, activity.ranges
         if not (kernels.height or copies.height or calls.height or ranges.height):
             raise IngestError(
                 path,
@@ -253,17 +329,10 @@ def read_export(path: Path) -> ExportTables:
             found = ", ".join(f"{frame.height:,} {what}" for frame, what in
                               ((copies, "copies and memsets"), (calls, "CUDA API calls"), (ranges, "NVTX ranges")))
             warnings.append(f"{path}: no GPU kernels ({found})")
-        # Attribute on the launching thread's ranges, by correlation id: kernels and copies in one pass
-        # (the calls and ranges are prepared once).
-        launched = pl.concat([kernels.select("pid", "correlation"), copies.select("pid", "correlation")])
-        ops = enclosing_range(launched, calls, ranges)
-        kernels = kernels.with_columns(op=ops.slice(0, kernels.height))
-        copies = copies.with_columns(op=ops.slice(kernels.height))
-        rank, rank_source = _rank(db)
-        domain_id = nsys_enums.nvtx_event_types(db.conn, db.tables)["NvtxDomainCreate"]
+        rank, rank_source = activity.rank
         pids = set(pl.concat([kernels["pid"], copies["pid"], calls["pid"]]).drop_nulls().unique().to_list())
         devices = set(pl.concat([kernels["device"], copies["device"]]).drop_nulls().unique().to_list())
-        metadata = _metadata(db, pids, devices, _nvtx_of_type(db, domain_id).drop_nulls("domain"))
+        metadata = _metadata(db, pids, devices, activity.domains)
         metadata |= {"rank_source": rank_source}
     except SQLITE_ERRORS as exc:  # enum and PRAGMA reads outside Export.frame
         raise IngestError(path, f"corrupt SQLite database: {sqlite_problem(exc)}") from None

@@ -8,6 +8,7 @@ by position, and an absent optional column reads as NULL.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,7 @@ class Export:
             raise IngestError(path, f"corrupt SQLite database: {sqlite_problem(exc)}") from None
         self._columns: dict[str, dict[str, str]] = {}
         self._strings: tuple[pl.Series, pl.Series] | None = None
+        self._shared_strings: Callable[[], tuple[pl.Series, pl.Series]] | None = None
         self._arrow_conn: Any = None
 
     def close(self) -> None:
@@ -205,6 +207,8 @@ class Export:
         return fields or {f"{alias}__text__": ("NULL", pl.String)}
 
     def string_ids(self) -> tuple[pl.Series, pl.Series]:
+        if self._strings is None and self._shared_strings is not None:
+            self._strings = self._shared_strings()
         if self._strings is None:
             fields = {"id": ("t.id", pl.Int64), "value": ("CAST(t.value AS TEXT)", pl.String)}
             strings = self._arrow_frame("StringIds", fields, "") if self.has("StringIds") else None
@@ -215,12 +219,25 @@ class Export:
             self._strings = (strings["id"], strings["value"])
         return self._strings
 
-    def resolve(self, frame: pl.DataFrame, alias: str) -> pl.DataFrame:
-        """Replace the `string` fields of `alias` by one column: the first non-null name."""
+    def share_strings(self, strings: Callable[[], tuple[pl.Series, pl.Series]]) -> None:
+        """Take the `string_ids` of the same export from `strings` (called when first needed: another
+        connection may still be reading them) rather than reading them again."""
+        self._shared_strings = strings
+
+    def resolve(self, frame: pl.DataFrame, alias: str,
+                transform: Callable[[pl.Expr], pl.Expr] | None = None) -> pl.DataFrame:
+        """Replace the `string` fields of `alias` by one column: the first non-null name.
+
+        `transform` (a string expression) is applied to the names: once per string-table entry for
+        referenced names (a few thousand strings against millions of rows), per row for inline text.
+        """
         parts = [c for c in frame.columns if c.startswith(f"{alias}__")]
         ids, values = self.string_ids()
+        if transform is not None:
+            values = values.to_frame().select(transform(pl.col(values.name))).to_series()
         names = [
-            pl.col(c).replace_strict(ids, values, default=None, return_dtype=pl.String) if "__id__" in c else pl.col(c)
+            pl.col(c).replace_strict(ids, values, default=None, return_dtype=pl.String) if "__id__" in c
+            else pl.col(c) if transform is None else transform(pl.col(c))
             for c in parts
         ]
         return frame.with_columns(pl.coalesce(names).alias(alias)).drop(parts)

@@ -36,7 +36,9 @@ def nest(ranges: pl.DataFrame) -> pl.DataFrame:
     depths = (
         pl.concat([starts, ends])
         .sort(["thread", "time", "tiebreak"])
-        .with_columns(open=pl.col("delta").cum_sum().over("thread"))
+        # Every range starts and ends on its own thread, so each thread's deltas sum to zero and a plain
+        # running sum restarts at zero where the next thread begins (a per-thread window costs ~3x more).
+        .with_columns(open=pl.col("delta").cum_sum())
         .filter(pl.col("delta") == 1)
         .select("id", depth=(pl.col("open") - 1).cast(pl.Int32))
     )
@@ -62,29 +64,45 @@ def nest(ranges: pl.DataFrame) -> pl.DataFrame:
     return with_parent.with_columns(parent=pl.when(contained).then(pl.col("parent"))).drop("parent_depth", "parent_end")
 
 
-def enclosing_range(activity: pl.DataFrame, calls: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
-    """For each activity row, the name of the innermost range enclosing the API call that launched it.
+_CORRELATION_LIMIT = 2**32  # CUPTI correlation ids are 32-bit; pids arrive masked to 24 bits
 
-    `activity` has `pid`, `correlation`; `calls` has `pid`, `correlation`,
-    `thread`, `start_ns`, `end_ns`; `ranges` comes from `nest`. The launch call
-    is found by correlation id (within its process); the range must contain
-    the whole call on the calling thread. Rows without a call or a range get null.
+
+def _launch_key(*frames: pl.DataFrame) -> list[pl.Expr]:
+    """Join keys for (pid, correlation): one packed integer when every value fits, else both columns.
+
+    A join on one integer costs about half of one on two columns; the pack is only used when no two
+    distinct pairs can share a packed value.
     """
-    empty = pl.Series("op", [None] * activity.height, dtype=pl.String)
-    if activity.is_empty() or calls.is_empty() or ranges.is_empty():
-        return empty
-    launches = (
-        activity.select("pid", "correlation")
-        .with_row_index("row")
-        .join(
-            calls.unique(["pid", "correlation"], keep="first").select(
-                "pid", "correlation", "thread", call_start="start_ns", call_end="end_ns"
-            ),
-            on=["pid", "correlation"],
-            how="inner",
-        )
-        .sort("call_start")
+    fits = all(
+        frame.is_empty() or frame.select(
+            (pl.col("correlation").min() >= 0) & (pl.col("correlation").max() < _CORRELATION_LIMIT)
+            & (pl.col("pid").min() >= 0) & (pl.col("pid").max() < 2**24)
+        ).item() is not False
+        for frame in frames
     )
+    if fits:
+        return [(pl.col("pid") * _CORRELATION_LIMIT + pl.col("correlation")).alias("_launch")]
+    return [pl.col("pid").alias("_launch_pid"), pl.col("correlation").alias("_launch")]
+
+
+def call_ranges(calls: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+    """`pid`, `correlation`, `op`: per API call, the name of the innermost range enclosing the whole call.
+
+    `calls` has `pid`, `correlation`, `thread`, `start_ns`, `end_ns`; `ranges`
+    comes from `nest`. The range must contain the whole call on the calling
+    thread; calls without one get a null `op`. Computed per call rather than
+    per kernel so that it can run while the kernels are still being read;
+    `launch_ranges` then joins activity to it.
+    """
+    key = _launch_key(calls)
+    if len(key) == 1 and calls.select(key[0].n_unique()).item() == calls.height:
+        keyed = calls  # one call per correlation id, as exports have it: nothing to drop
+    else:
+        keyed = calls.unique(["pid", "correlation"], keep="first", maintain_order=True)
+    keyed = keyed.select("pid", "correlation", "thread", call_start="start_ns", call_end="end_ns")
+    if keyed.is_empty() or ranges.is_empty():
+        return keyed.select("pid", "correlation", op=pl.lit(None, dtype=pl.String))
+    launches = keyed.with_row_index("row").sort("call_start")
     # The latest range started at or before the call is the innermost
     # candidate; climb its parents until one contains the whole call.
     pending = launches.join_asof(
@@ -96,7 +114,7 @@ def enclosing_range(activity: pl.DataFrame, calls: pl.DataFrame, ranges: pl.Data
         check_sortedness=False,  # both sides sorted just above
     ).select("row", "call_end", "candidate")
     lookup = ranges.select(candidate="id", candidate_end="end_ns", candidate_parent="parent")
-    found: list[pl.DataFrame] = []
+    found: list[pl.DataFrame] = [pl.DataFrame(schema={"row": pl.UInt32, "range_id": pl.Int64})]
     for _ in range(int(ranges["depth"].max() or 0) + 1):
         pending = pending.filter(pl.col("candidate").is_not_null()).join(lookup, on="candidate", how="left")
         if pending.is_empty():
@@ -104,12 +122,14 @@ def enclosing_range(activity: pl.DataFrame, calls: pl.DataFrame, ranges: pl.Data
         encloses = pl.col("candidate_end") >= pl.col("call_end")
         found.append(pending.filter(encloses).select("row", range_id="candidate"))
         pending = pending.filter(~encloses).select("row", "call_end", candidate="candidate_parent")
-    if not found:
-        return empty
-    names = (
-        pl.concat(found)
-        .join(ranges.select(range_id="id", op="name"), on="range_id", how="left")
-        .select(pl.col("row").cast(pl.Int64), "op")
-    )
-    rows = pl.DataFrame({"row": pl.int_range(activity.height, eager=True, dtype=pl.Int64)})
-    return rows.join(names, on="row", how="left", maintain_order="left")["op"]
+    names = pl.concat(found).join(ranges.select(range_id="id", op="name"), on="range_id", how="left")
+    ops = keyed.with_row_index("row").join(names.select("row", "op"), on="row", how="left", maintain_order="left")
+    return ops.select("pid", "correlation", "op")
+
+
+def launch_ranges(activity: pl.DataFrame, per_call: pl.DataFrame) -> pl.Series:
+    """For each activity row (`pid`, `correlation`), the `op` of the API call that launched it (null without one)."""
+    keys = _launch_key(activity, per_call)
+    names = [key.meta.output_name() for key in keys]
+    return activity.select(keys).join(
+        per_call.select(*keys, "op"), on=names, how="left", maintain_order="left")["op"]
