@@ -6,6 +6,7 @@ click gives us `--help` for every flag and environment-variable fallbacks
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
@@ -33,6 +34,21 @@ DATA_OPTION = click.option(
     show_envvar=True,
     help="Data folder holding runs/.",
 )
+
+
+# Set by `main()`, the console command: a caller embedding `cli` (tests, scripts) keeps its process.
+_LEAVE_AFTER_INGEST = False
+
+
+def _leave_now() -> None:
+    """End the process at once after a successful ingest: its output is flushed and its exit handlers
+    run, but the interpreter's teardown (freeing every object and table one by one, ~0.05 s after a
+    260 MB trace) is skipped, as the memory goes back to the system with the process anyway."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    os._exit(0)
 
 
 class StderrProgress:
@@ -173,6 +189,8 @@ def ingest(ctx: click.Context, paths: tuple[Path, ...], data_dir: Path, name: st
         for warning in store.open(run_id).info.warnings:
             click.echo(f"warning: {one_line(warning)}", err=True)
         click.echo(run_id)
+        if _LEAVE_AFTER_INGEST:
+            _leave_now()
 
 
 def _ingest_on_cluster(store: Any, paths: list[Path], address: str, workers: int | None, name: str | None,
@@ -368,6 +386,8 @@ _register_optional_commands()
 
 def main() -> None:
     """Console-script entry point."""
+    global _LEAVE_AFTER_INGEST
+    _LEAVE_AFTER_INGEST = True
     cli(prog_name="dashboard")
 
 

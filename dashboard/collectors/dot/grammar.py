@@ -22,13 +22,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import pairwise
-from typing import NamedTuple
-
-from lark import Lark
-from lark.exceptions import UnexpectedInput, UnexpectedToken
-from lark.lexer import Lexer
+from typing import TYPE_CHECKING, NamedTuple
 
 from dashboard.collectors.dot.lazy_regex import LazyPattern
+
+if TYPE_CHECKING:
+    from lark import Lark
+    from lark.exceptions import UnexpectedInput
+
+# lark itself is imported on the first parse (`_parser`): ~20-30 ms that every ingest, of any format, paid
+# when the registry imported the collectors to sniff the inputs.
 
 _GRAMMAR = r"""
 start: graph+
@@ -190,37 +193,32 @@ class _Tok(NamedTuple):
     end_pos: int = 0
 
 
-class _DotLexer(Lexer):
+def _tokens(text: str) -> Iterator[_Tok]:
     """One compiled regex over the whole text; lark only sees the meaningful tokens."""
-
-    def __init__(self, lexer_conf: object) -> None:
-        pass
-
-    def lex(self, text: str) -> Iterator[_Tok]:  # type: ignore[override]
-        line, last, depth = 1, 0, 0
-        count = text.count
-        for match in _TOKEN.finditer(text):
-            kind = match.lastgroup
-            if kind == "SKIP":
-                continue
-            start = match.start()
-            line += count("\n", last, start)
-            last = start
-            value = match.group(kind)  # type: ignore[arg-type]
-            if kind == "NAME":
-                kind = _KEYWORDS.get(value.lower(), "ID")
-            elif kind in _ID_KINDS:
-                kind = "ID"
-            elif kind == "PUNCT":
-                kind = _PUNCT[value]
-                depth += (kind == "LBRACE") - (kind == "_RBRACE")
-                if depth > MAX_NESTING:
-                    raise DotSyntaxError(line, f"braces nested more than {MAX_NESTING} deep")
-            elif kind == "BAD":
-                hint = _BAD_CHAR_HINTS.get(value)
-                what = f"unexpected character {value!r}" + (f" ({hint}?)" if hint else "")
-                raise DotSyntaxError(line, what)
-            yield _Tok(kind, value, start, line)  # type: ignore[arg-type]
+    line, last, depth = 1, 0, 0
+    count = text.count
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup
+        if kind == "SKIP":
+            continue
+        start = match.start()
+        line += count("\n", last, start)
+        last = start
+        value = match.group(kind)  # type: ignore[arg-type]
+        if kind == "NAME":
+            kind = _KEYWORDS.get(value.lower(), "ID")
+        elif kind in _ID_KINDS:
+            kind = "ID"
+        elif kind == "PUNCT":
+            kind = _PUNCT[value]
+            depth += (kind == "LBRACE") - (kind == "_RBRACE")
+            if depth > MAX_NESTING:
+                raise DotSyntaxError(line, f"braces nested more than {MAX_NESTING} deep")
+        elif kind == "BAD":
+            hint = _BAD_CHAR_HINTS.get(value)
+            what = f"unexpected character {value!r}" + (f" ({hint}?)" if hint else "")
+            raise DotSyntaxError(line, what)
+        yield _Tok(kind, value, start, line)  # type: ignore[arg-type]
 
 
 # --- parse callbacks: LALR calls these on each reduction, so no parse tree is built -----------------
@@ -280,6 +278,16 @@ class _Build:
 
 @cache
 def _parser() -> Lark:  # built on first use: ~0.1-0.3 s that every ingest (any format) paid at import
+    from lark import Lark
+    from lark.lexer import Lexer
+
+    class _DotLexer(Lexer):
+        def __init__(self, lexer_conf: object) -> None:
+            pass
+
+        def lex(self, text: str) -> Iterator[_Tok]:  # type: ignore[override]
+            return _tokens(text)
+
     return Lark(_GRAMMAR, parser="lalr", lexer=_DotLexer, transformer=_Build())
 
 
@@ -370,6 +378,8 @@ class _Assembler:
 
 
 def _syntax_error(text: str, exc: UnexpectedInput, line_offset: int) -> DotSyntaxError:
+    from lark.exceptions import UnexpectedToken
+
     last_line = text.count("\n") + 1 + line_offset
     if isinstance(exc, UnexpectedToken) and exc.token.type != "$END":
         token = exc.token
@@ -386,8 +396,11 @@ def parse_dot(text: str, line_offset: int = 0) -> list[DotGraph]:
 
     Raises DotSyntaxError with the (shifted) line of the first problem.
     """
+    parser = _parser()
+    from lark.exceptions import UnexpectedInput  # loaded by `_parser`
+
     try:
-        parsed = _parser().parse(text)
+        parsed = parser.parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(text, exc, line_offset) from None
     except DotSyntaxError as exc:
