@@ -1,20 +1,26 @@
-"""Small ingests give freed memory back to the system at once.
+"""How polars' allocator gives freed memory back during an ingest, by input size.
 
 polars allocates with jemalloc, set up by polars to keep freed pages for
-0.5-1 s to reuse them; an ingest is over in a few seconds. It builds a few
-short-lived copies of every table (normalised, nested, linked), so the kept
-pages, not the live tables, made most of its peak resident memory: ~505 MB for
-a 262 MB Kineto trace (1.9x the file) against ~370 MB (1.4x) when freed pages
-are returned at once. Returning them costs CPU (page faults on fresh buffers):
-~10 % at 262 MB, ~20 % at 882 MB, where the default already peaks at 1.4x the
-file (1.2 GB; the fixed ~150 MB of interpreter and libraries no longer
-dominates). Measured for issue 19; so prompt release is asked for inputs under
-PROMPT_RELEASE_BELOW_BYTES only, and the server keeps the default.
+0.5 s (dirty) and another 1 s (muzzy, given back lazily: still resident until
+the kernel wants them) to reuse them. An ingest builds a few short-lived copies
+of every table (normalised, nested, linked), so kept pages, not live tables,
+make much of its peak resident memory. Measured for issue 19 on the benchmark
+traces (two cores):
 
-jemalloc reads its settings from the environment once, when polars loads:
-`prefer_prompt_release` must run before the first `import polars` of the
-process, and decode workers inherit the setting. A setting the user made
-(`_RJEM_MALLOC_CONF`) is kept. (polars itself writes
+* small inputs (< PROMPT_RELEASE_BELOW_BYTES): the fixed ~150 MB of interpreter,
+  libraries and kept pages dominates. polars' default peaked at 1.9x a 262 MB
+  trace; keeping freed pages for even 30 ms still 1.7x; returning them at once
+  (PROMPT_RELEASE) 1.4x, at a price in CPU (page faults on fresh buffers,
+  ~0.4 s of a ~2.6 s ingest). Prompt release is asked for.
+* big inputs: pages are kept for 0.2 s and then returned at once
+  (LARGE_INPUT: no lazy "muzzy" stage, whose pages still count as resident).
+  At 882 MB: 1.33x the file and 147 MB/s, against polars' default 1.49x and
+  145 MB/s.
+
+The server keeps polars' default. jemalloc reads its settings from the
+environment once, when polars loads: `prefer_prompt_release` must run before the
+first `import polars` of the process, and decode workers inherit the setting.
+A setting the user made (`_RJEM_MALLOC_CONF`) is kept. (polars itself writes
 `dirty_decay_ms:500,muzzy_decay_ms:1000` and appends the variable's value, and
 jemalloc takes the last value of an option.)
 """
@@ -29,8 +35,10 @@ from collections.abc import Iterable
 ALLOCATOR_ENV = "_RJEM_MALLOC_CONF"
 # Purging happens in jemalloc's background thread, off the path of the work.
 PROMPT_RELEASE = "background_thread:true,dirty_decay_ms:0,muzzy_decay_ms:0"
-# Where the default's peak falls under 1.5x the input (between the 262 and 882 MB measurements).
+# Where keeping freed pages for a while no longer lifts the peak over 1.5x the input (between the 262 and
+# 882 MB measurements).
 PROMPT_RELEASE_BELOW_BYTES = 700 * 1000 * 1000
+LARGE_INPUT = "background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0"
 
 
 def input_bytes(arguments: Iterable[str]) -> int:
@@ -49,11 +57,12 @@ def input_bytes(arguments: Iterable[str]) -> int:
 
 
 def prefer_prompt_release(input_size: int | None = None) -> bool:
-    """Ask for prompt release when polars is not loaded yet and the input is small (or unknown);
-    whether it was asked."""
+    """Ask for prompt release when polars is not loaded yet and the input is small (or unknown), for
+    LARGE_INPUT when it is big; whether prompt release was asked."""
     if "polars" in sys.modules:
         return False
     if input_size is not None and input_size >= PROMPT_RELEASE_BELOW_BYTES:
+        os.environ.setdefault(ALLOCATOR_ENV, LARGE_INPUT)
         return False
     os.environ.setdefault(ALLOCATOR_ENV, PROMPT_RELEASE)
     return True

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +40,50 @@ def write_table(path: Path, table: str, frame: pl.DataFrame) -> int:
     return conformed.height
 
 
+class TableWriter:
+    """Tables written as parquet files into one folder in background threads, as they are handed over.
+
+    A collector that streams its tables (see `registry.collect`'s `sink`) gets each one written while it
+    builds the next, and the written table's memory back: writing overlaps parsing rather than following it.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._pool = ThreadPoolExecutor(max_workers=_WRITE_THREADS, thread_name_prefix="write-table")
+        self._writes: dict[str, Future[int]] = {}
+
+    @property
+    def tables(self) -> list[str]:
+        """The tables handed over so far, in order."""
+        return list(self._writes)
+
+    def write(self, table: str, frame: pl.DataFrame) -> None:
+        if table in self._writes:
+            raise ValueError(f"table {table} was handed over twice")
+        self._writes[table] = self._pool.submit(write_table, self.folder / f"{table}.parquet", table, frame)
+
+    def finish(self) -> dict[str, int]:
+        """Rows per table, in the order handed over, once every file is written; a write's error is raised."""
+        try:
+            return {table: write.result() for table, write in self._writes.items()}
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop: writes not started are dropped, running ones finish (before their folder may be removed)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 def write_tables(folder: Path, tables: dict[str, pl.DataFrame]) -> dict[str, int]:
     """Every table as `folder/<table>.parquet`, written in parallel; rows per table, in the given order."""
-    if not tables:
-        return {}
-    with ThreadPoolExecutor(max_workers=min(_WRITE_THREADS, len(tables))) as pool:
-        futures = {table: pool.submit(write_table, folder / f"{table}.parquet", table, frame)
-                   for table, frame in tables.items()}
-        return {table: future.result() for table, future in futures.items()}
+    writer = TableWriter(folder)
+    try:
+        for table, frame in tables.items():
+            writer.write(table, frame)
+    except BaseException:
+        writer.close()
+        raise
+    return writer.finish()
 
 
 class SourceCopy:

@@ -34,7 +34,7 @@ from dashboard import schema
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, ProgressFn, no_progress
 from dashboard.owners import owner_is_gone, read_owner, write_owner
-from dashboard.run_writer import SourceCopy, write_tables
+from dashboard.run_writer import SourceCopy, TableWriter, write_tables
 from dashboard.sources import copy_sources, refuse_symlink_inputs, symlinks_under
 
 RUN_FILE = "run.json"
@@ -253,20 +253,25 @@ class RunStore:
         staging = self.new_staging(name)
         # The inputs are copied into the run while they are parsed: the copy needs nothing from the parse.
         copying = SourceCopy(inputs, staging / SOURCE_DIR)
+        # Tables a collector hands over as they are ready are written while it builds the next.
+        writer = TableWriter(staging)
         try:
-            collected = registry.collect(inputs, progress)
-            if not collected.tables:
+            collected = registry.collect(inputs, progress, sink=writer.write)
+            if not collected.tables and not writer.tables:
                 # Say why when the rows were there but none could be kept.
                 reasons = "; ".join(w.removeprefix(f"{inputs[0]}: ") for w in collected.warnings[:3])
                 raise IngestError(inputs[0], "recognised, but it holds no events or records to show"
                                   + (f" ({reasons})" if reasons else ""))
             progress(None, "writing run")
-            row_counts = write_tables(staging, collected.tables)
+            for table, frame in collected.tables.items():
+                writer.write(table, frame)
+            row_counts = writer.finish()
             return self.publish_staging(staging, name, row_counts, copying.result(), inputs,
                                         collected.parse_seconds, collected.collectors, collected.metadata,
                                         skipped_links + collected.warnings)
         finally:
-            copying.wait()  # before the folder it writes into is removed
+            writer.close()  # before the folder it writes into is removed
+            copying.wait()
             self.drop_staging(staging)
 
     def write(

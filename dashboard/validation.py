@@ -22,7 +22,8 @@ under the first rule it breaks. Warnings read
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -64,10 +65,15 @@ def _is_timed(frame: pl.DataFrame) -> bool:
 
 def trace_base_ns(tables: Mapping[str, pl.DataFrame]) -> int | None:
     """The median start over every timed row: the time most of the trace is near."""
-    starts = [frame.get_column("start_ns").cast(pl.Int64) for frame in tables.values() if _is_timed(frame)]
+    return base_of_starts([frame.get_column("start_ns") for frame in tables.values() if _is_timed(frame)])
+
+
+def base_of_starts(starts: Sequence[pl.Series]) -> int | None:
+    """The median of start times (ns) given as columns: `trace_base_ns` before the tables exist (a collector
+    that hands its tables over one by one gives the starts of all its rows first)."""
     if not starts:
         return None
-    median = pl.concat(starts).median()
+    median = pl.concat([start.cast(pl.Int64) for start in starts]).median()
     return None if median is None else int(median)  # type: ignore[arg-type]
 
 
@@ -103,11 +109,18 @@ def _wording(table: str, count: int, problem: str) -> str:
     return f"{rows} {problem}; dropped"
 
 
+_FROM_TABLES: Any = object()
+
+
 def drop_impossible_rows(
-    tables: Mapping[str, pl.DataFrame], source: str
+    tables: Mapping[str, pl.DataFrame], source: str, base: int | None = _FROM_TABLES
 ) -> tuple[dict[str, pl.DataFrame], list[str]]:
-    """The tables without rows that cannot be right, and one warning per rule and table that dropped any."""
-    base = trace_base_ns(tables)
+    """The tables without rows that cannot be right, and one warning per rule and table that dropped any.
+
+    `base` is the time the trace is near (`trace_base_ns` of these tables unless given: a table handed
+    over alone is judged against the whole trace's base).
+    """
+    base = trace_base_ns(tables) if base is _FROM_TABLES else base
     kept: dict[str, pl.DataFrame] = {}
     warnings: list[str] = []
     for table, frame in tables.items():

@@ -35,3 +35,25 @@ def test_a_source_copy_gives_the_copied_names_or_its_own_error(tmp_path: Path) -
     failing = SourceCopy([tmp_path / "missing.json"], tmp_path / "other" / "source")
     with pytest.raises(FileNotFoundError):
         failing.result()
+
+
+def test_a_table_writer_writes_as_tables_arrive_and_refuses_one_twice(tmp_path: Path) -> None:
+    from dashboard.run_writer import TableWriter
+
+    writer = TableWriter(tmp_path)
+    writer.write("ranges", pl.DataFrame({"name": ["step"], "start_ns": [1], "end_ns": [9], "rank": [0]}))
+    writer.write("kernels", _kernels([5, 3]))
+    assert writer.tables == ["ranges", "kernels"]
+    with pytest.raises(ValueError, match="handed over twice"):
+        writer.write("kernels", _kernels([1]))
+    assert writer.finish() == {"ranges": 1, "kernels": 2}  # in the order handed over
+    assert pl.read_parquet(tmp_path / "kernels.parquet").get_column("start_ns").to_list() == [3, 5]
+
+
+def test_a_failed_write_is_raised_by_finish(tmp_path: Path) -> None:
+    from dashboard.run_writer import TableWriter
+
+    writer = TableWriter(tmp_path / "missing-folder")
+    writer.write("kernels", _kernels([1]))
+    with pytest.raises(OSError):
+        writer.finish()

@@ -83,6 +83,29 @@ class Collector(Protocol):
         ...
 
 
+class TableStream(Protocol):
+    """Where a streaming collector hands each canonical table over as soon as it is final.
+
+    The registry gives one when the run is written as it is parsed (`registry.collect`'s `sink`):
+    each table is then checked and written while the collector builds the next, and its memory freed.
+    """
+
+    def time_base(self, starts: Sequence[pl.Series]) -> None:
+        """The start times (ns) of every row the tables will hold, before the first `emit`: the time the
+        trace is near, against which each table's rows are checked (`validation.drop_impossible_rows`)."""
+        ...
+
+    def emit(self, table: str, frame: pl.DataFrame) -> None:
+        """One final table (each name once); the collector keeps no reference to it."""
+        ...
+
+
+class StreamingCollector(Collector, Protocol):
+    def collect_streaming(self, sources: Sequence[Path], progress: ProgressFn, stream: TableStream) -> Collected:
+        """`collect`, handing tables to `stream` as they are ready; the returned tables are those not emitted."""
+        ...
+
+
 def is_gzip(path: Path) -> bool:
     with open(path, "rb") as handle:
         return handle.read(2) == GZIP_MAGIC

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from dashboard.collectors.base import (
     probe_file,
 )
 from dashboard.collectors.failures import describe_failure
-from dashboard.validation import drop_impossible_rows
+from dashboard.validation import base_of_starts, drop_impossible_rows
 
 _log = logging.getLogger(__name__)
 
@@ -199,8 +199,30 @@ def _common_parts(files: Sequence[Path]) -> list[str]:
     return common or ["."]
 
 
-def _parse_group(collector: Collector, files: list[Path], progress: ProgressFn) -> Collected:
+class _CheckedStream:
+    """A collector's streamed tables, each conformed, checked and handed to the sink as it arrives."""
+
+    def __init__(self, label: str, sink: Callable[[str, pl.DataFrame], None]) -> None:
+        self.label, self.sink = label, sink
+        self.base: int | None = None
+        self.warnings: list[str] = []
+
+    def time_base(self, starts: Sequence[pl.Series]) -> None:
+        self.base = base_of_starts(starts)
+
+    def emit(self, table: str, frame: pl.DataFrame) -> None:
+        checked, dropped = drop_impossible_rows({table: schema.conform(table, frame)}, self.label, self.base)
+        self.warnings.extend(dropped)
+        if checked[table].height:  # as `collect` leaves out empty tables
+            self.sink(table, checked[table])
+
+
+def _parse_group(collector: Collector, files: list[Path], progress: ProgressFn,
+                 sink: Callable[[str, pl.DataFrame], None] | None = None) -> Collected:
     """One collector's files as canonical tables without impossible rows.
+
+    With a `sink`, a collector that can stream (`collect_streaming`) hands its tables to it one by one
+    as they are ready; the tables returned are then only those it did not stream.
 
     The safety net of the error contract: an IngestError passes as it is; any
     other exception (a parser bug, a library refusing a value) becomes an
@@ -208,8 +230,14 @@ def _parse_group(collector: Collector, files: list[Path], progress: ProgressFn) 
     `--debug` and the server log.
     """
     label = source_label(files)
+    streamed: list[str] = []
     try:
-        result = collector.collect(files, progress)
+        if sink is not None and hasattr(collector, "collect_streaming"):
+            stream = _CheckedStream(label, sink)
+            result = collector.collect_streaming(files, progress, stream)
+            streamed = stream.warnings
+        else:
+            result = collector.collect(files, progress)
         tables = {table: schema.conform(table, frame) for table, frame in result.tables.items()}
         tables, dropped = drop_impossible_rows(tables, label)
     except IngestError:
@@ -218,11 +246,17 @@ def _parse_group(collector: Collector, files: list[Path], progress: ProgressFn) 
         _log.error("%s: %s collector failed", label, collector.name, exc_info=True)
         reader = f"the {collector.description} reader"
         raise IngestError(label, describe_failure(exc, reader)) from exc
-    return Collected(tables=tables, metadata=result.metadata, warnings=[*result.warnings, *dropped])
+    return Collected(tables=tables, metadata=result.metadata, warnings=[*result.warnings, *streamed, *dropped])
 
 
-def collect(paths: Sequence[Path], progress: ProgressFn = no_progress) -> CollectedRun:
-    """Detect and parse every input into one set of canonical tables."""
+def collect(paths: Sequence[Path], progress: ProgressFn = no_progress,
+            sink: Callable[[str, pl.DataFrame], None] | None = None) -> CollectedRun:
+    """Detect and parse every input into one set of canonical tables.
+
+    `sink` (table, frame) takes tables as soon as they are final, checked as the returned ones are, so
+    that writing them overlaps the parse (`run_writer.TableWriter.write`). Only a single group of inputs
+    streams (tables of several collectors are joined at the end); the returned `tables` are the rest.
+    """
     started = time.perf_counter()
     progress(0.0, "detecting formats")
     try:
@@ -244,7 +278,7 @@ def collect(paths: Sequence[Path], progress: ProgressFn = no_progress) -> Collec
             done = None if fraction is None else low + (high - low) * min(max(fraction, 0.0), 1.0)
             progress(done, f"{label}: {message}")
 
-        result = _parse_group(collector, files, scaled)
+        result = _parse_group(collector, files, scaled, sink if len(groups) == 1 else None)
         for table, frame in result.tables.items():
             frames.setdefault(table, []).append(frame)
         if result.metadata:

@@ -52,7 +52,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn
+import polars as pl
+
+from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, TableStream
 from dashboard.collectors.kineto.attribution import (
     api_table,
     kernels_table,
@@ -94,6 +96,13 @@ class KinetoCollector:
         return sum(key in head for key in _TOP_KEYS) >= 2
 
     def collect(self, sources: Sequence[Path], progress: ProgressFn) -> Collected:
+        kept = _KeptTables()
+        result = self.collect_streaming(sources, progress, kept)
+        return Collected(tables=kept.tables, metadata=result.metadata, warnings=result.warnings)
+
+    def collect_streaming(self, sources: Sequence[Path], progress: ProgressFn, stream: TableStream) -> Collected:
+        """Each table goes to `stream` once final: API calls right after the times are normalised, then
+        kernels, copies, ranges and device memory; each is written while the next is built."""
         sources = [Path(source) for source in sources]
         if not sources:
             raise IngestError("(no files)", "no Kineto trace files were given")
@@ -122,6 +131,16 @@ class KinetoCollector:
             trace.frames = {}
         del traces
         frames = events.frames
+        # Every table's rows are these events' (kernels and copies the GPU events, and so on).
+        stream.time_base([frame.get_column("start_ns") for frame in frames.values() if frame.height])
+        emitted: list[int] = []
+
+        def emit(table: str, frame: pl.DataFrame) -> None:
+            emitted.append(frame.height)
+            stream.emit(table, frame)
+
+        if frames["api"].height:
+            emit("api_calls", api_table(frames["api"]))  # a projection: shares the columns linking reads
 
         progress(0.75, "nesting ranges")
         ranges = prepare(frames.pop("range"))
@@ -132,25 +151,38 @@ class KinetoCollector:
             linking = pool.submit(link_gpu, frames["gpu"], frames["api"], ranges) if frames["gpu"].height else None
             ranges = annotate(ranges, frames.pop("flow"))
             linked = linking.result() if linking is not None else None
-        del frames["gpu"]  # each intermediate goes as soon as its table is built (peak memory)
-        tables = {}
+        del frames["gpu"], frames["api"]  # each intermediate goes as soon as it is not needed (peak memory)
         if linked is not None:
-            tables["kernels"] = kernels_table(linked, ranges)
-            tables["memcpy"] = memcpy_table(linked, ranges)
+            # Both built before either is written: the linked events (the largest frame) are gone before
+            # a table's encoding buffers join the peak.
+            kernels, copies = kernels_table(linked, ranges), memcpy_table(linked, ranges)
             del linked
-        if (api := frames.pop("api")).height:
-            tables["api_calls"] = api_table(api)
-        del api
+            emit("kernels", kernels)
+            emit("memcpy", copies)
+            del kernels, copies
         if ranges.height:
-            tables["ranges"] = ranges_table(ranges)
+            emit("ranges", ranges_table(ranges))
         if frames["memory"].height:
-            memory, memory_warnings = device_memory_table(frames["memory"], ranges)
-            tables["device_memory"] = memory
+            memory, memory_warnings = device_memory_table(frames.pop("memory"), ranges)
+            emit("device_memory", memory)
             warnings += [f"{', '.join(map(str, sources))}: {warning}" for warning in memory_warnings]
-        if not any(frame.height for frame in tables.values()):
+        if not any(emitted):
             warnings.append(f"{', '.join(map(str, sources))}: no kernels, copies, ranges, API calls or memory events")
         progress(1.0, "done")
-        return Collected(tables=tables, metadata=metadata, warnings=warnings)
+        return Collected(tables={}, metadata=metadata, warnings=warnings)
+
+
+class _KeptTables:
+    """A stream that keeps the tables, for `collect`."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, pl.DataFrame] = {}
+
+    def time_base(self, starts: Sequence[pl.Series]) -> None:
+        pass  # the registry checks the returned tables together
+
+    def emit(self, table: str, frame: pl.DataFrame) -> None:
+        self.tables[table] = frame
 
 
 COLLECTOR = KinetoCollector()
