@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -100,6 +100,7 @@ class TableStream(Protocol):
         ...
 
 
+@runtime_checkable
 class StreamingCollector(Collector, Protocol):
     def collect_streaming(self, sources: Sequence[Path], progress: ProgressFn, stream: TableStream) -> Collected:
         """`collect`, handing tables to `stream` as they are ready; the returned tables are those not emitted."""

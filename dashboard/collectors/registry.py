@@ -25,6 +25,7 @@ from dashboard.collectors.base import (
     Collector,
     IngestError,
     ProgressFn,
+    StreamingCollector,
     gzip_is_truncated,
     no_progress,
     probe_file,
@@ -230,12 +231,12 @@ def _parse_group(collector: Collector, files: list[Path], progress: ProgressFn,
     `--debug` and the server log.
     """
     label = source_label(files)
-    streamed: list[str] = []
+    stream_warnings: list[str] = []
     try:
-        if sink is not None and hasattr(collector, "collect_streaming"):
+        if sink is not None and isinstance(collector, StreamingCollector):
             stream = _CheckedStream(label, sink)
             result = collector.collect_streaming(files, progress, stream)
-            streamed = stream.warnings
+            stream_warnings = stream.warnings
         else:
             result = collector.collect(files, progress)
         tables = {table: schema.conform(table, frame) for table, frame in result.tables.items()}
@@ -246,7 +247,7 @@ def _parse_group(collector: Collector, files: list[Path], progress: ProgressFn,
         _log.error("%s: %s collector failed", label, collector.name, exc_info=True)
         reader = f"the {collector.description} reader"
         raise IngestError(label, describe_failure(exc, reader)) from exc
-    return Collected(tables=tables, metadata=result.metadata, warnings=[*result.warnings, *streamed, *dropped])
+    return Collected(tables=tables, metadata=result.metadata, warnings=[*result.warnings, *stream_warnings, *dropped])
 
 
 def collect(paths: Sequence[Path], progress: ProgressFn = no_progress,

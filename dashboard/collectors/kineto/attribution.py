@@ -101,6 +101,21 @@ def link_gpu(gpu: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame) -> pl.D
     ).drop("ext_row", "ext_pid", "ext_tid", "ext_start", "ext_end", "api_op")
 
 
+def _in_time_order(linked: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame:
+    """The GPU events `keep` selects, sorted by start, in one gather of their columns.
+
+    Tables are stored in time order (`run_writer.write_table` sorts what is not): GPU events of several
+    streams arrive slightly out of order, and a filter here plus that sort were two copies of the largest
+    table, the second at the very end of the ingest.
+    """
+    picked = (
+        linked.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "start_ns", keep.alias("_keep"))
+        .filter(pl.col("_keep"))
+        .sort("start_ns", maintain_order=True, nulls_last=True)
+    )
+    return linked[picked.get_column("_at")]
+
+
 def _from_op(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     """op / layer of each GPU event's op (null where no op is known), its pass and step."""
     passes = gpu_passes(linked, ranges).get_columns()
@@ -125,7 +140,7 @@ def _device_stream() -> list[pl.Expr]:
 
 def kernels_table(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     """The canonical kernels table from linked GPU events."""
-    kernels = _from_op(linked.filter(pl.col("category") == "kernel"), ranges)
+    kernels = _from_op(_in_time_order(linked, pl.col("category") == "kernel"), ranges)
     duration = (pl.col("end_ns") - pl.col("start_ns")).cast(pl.Float64)
     if ranges.height:
         owner_flops = ranges.get_column("own_flops").gather(kernels.get_column("flop_owner"))
@@ -145,7 +160,7 @@ def kernels_table(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
 
 def memcpy_table(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     """Copies and memsets; direction and memory kinds parsed from the name."""
-    copies = _from_op(linked.filter(pl.col("category") != "kernel"), ranges)
+    copies = _from_op(_in_time_order(linked, pl.col("category") != "kernel"), ranges)
     if "bytes" not in copies.columns:  # no copy or memset in any file
         copies = copies.with_columns(pl.lit(None, pl.Int64).alias("bytes"))
     name = pl.col("name")
