@@ -86,3 +86,26 @@ def test_module_path_from_module_hierarchy() -> None:
     assert module_path("TOP(C)::forward.SELF(C)::call_b.B0(B)::forward.SELF(B)::call_a.A1(A)::forward.") == "B0.A1"
     assert module_path("TOP(ResNet)::forward.") == "ResNet"
     assert module_path("") is None and module_path(None) is None
+
+
+def test_nest_orders_as_a_sort_on_every_key_would_though_constant_keys_are_skipped() -> None:
+    # `file` and `pid` hold one value and `order` only nulls: the sort leaves them out; `tid` varies,
+    # and `rank` varies only by its nulls, so both stay.
+    frame = pl.DataFrame(
+        {
+            "file": [0] * 6,
+            "pid": [7] * 6,
+            "tid": [2, 1, 2, 1, 2, 1],
+            "rank": [None, 1, 1, None, 1, 1],
+            "order": pl.Series([None] * 6, dtype=pl.Int64),
+            "name": ["a", "b", "c", "d", "e", "f"],
+            "start_ns": [5, 0, 5, 0, 1, 0],
+            "end_ns": [9, 10, 9, 4, 2, 10],
+        }
+    )
+    keys = ["file", "pid", "tid", "start_ns", "end_ns", "rank", "order"]
+    expected = frame.sort(keys, descending=[False, False, False, False, True, False, False], nulls_last=True,
+                          maintain_order=True)
+    nested = nest(frame, ["file", "pid", "tid"], order=["rank", "order"])
+    assert nested.get_column("name").to_list() == expected.get_column("name").to_list()
+    assert nest(frame.head(1), ["file", "pid", "tid"]).get_column("depth").to_list() == [0]

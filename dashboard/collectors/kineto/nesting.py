@@ -46,7 +46,12 @@ def nest(frame: pl.DataFrame, track: Sequence[str], order: Sequence[str] = ()) -
     track = list(track)
     keys = [*track, "start_ns", "end_ns", *order]
     descending = [False] * len(track) + [False, True] + [False] * len(order)
-    ordered = frame.sort(keys, descending=descending, nulls_last=True, maintain_order=True).with_row_index(ROW)
+    # A key with one value everywhere (one file, one process, no Python ids) orders nothing, and every key
+    # costs the multi-column sort: half of it went on three such keys in a 300 k-range trace.
+    varying = _varying(frame, keys)
+    keys, descending = [k for k in keys if varying[k]], [d for k, d in zip(keys, descending, strict=True) if varying[k]]
+    ordered = frame.sort(keys, descending=descending, nulls_last=True, maintain_order=True) if keys else frame
+    ordered = ordered.with_row_index(ROW)
     ordered = ordered.with_columns(pl.col(ROW).cast(pl.Int64))
     if ordered.height == 0:
         return ordered.with_columns(pl.lit(None, pl.Int64).alias(PARENT), pl.lit(0, pl.Int32).alias(DEPTH))
@@ -88,6 +93,18 @@ def nest(frame: pl.DataFrame, track: Sequence[str], order: Sequence[str] = ()) -
     )
     ordered = ordered.with_columns(counted.get_column(DEPTH))
     return _repair(ordered.with_columns(_parents_by_level(ordered, counted)))
+
+
+def _varying(frame: pl.DataFrame, columns: Sequence[str]) -> dict[str, bool]:
+    """Per column: does it hold more than one value (nulls count as one)?"""
+    if frame.height < 2:
+        return dict.fromkeys(columns, False)
+    checks = frame.select(
+        ((pl.col(c).min() != pl.col(c).max()) | pl.col(c).null_count().is_between(1, frame.height - 1))
+        .fill_null(False).alias(c)
+        for c in columns
+    ).row(0)
+    return dict(zip(columns, checks, strict=True))
 
 
 def track_starts(track: Sequence[str]) -> pl.Expr:
