@@ -5,7 +5,9 @@ copying the inputs byte for byte into `source/` (~0.5 s: the bytes go through
 the kernel once more) and encoding the parquet tables (~0.2 s). The copy needs
 nothing from the parse, so `SourceCopy` runs it in a thread while the inputs
 are parsed (the copy is kernel work that does not hold the GIL); the tables
-are encoded two at a time in threads (polars releases the GIL while it writes).
+are encoded two at a time in threads (polars releases the GIL while it writes),
+each as soon as the collector hands it over when it streams its tables
+(`TableWriter`), so that only the last tables' encoding follows the parse.
 """
 
 from __future__ import annotations
