@@ -45,7 +45,7 @@ import polars as pl
 
 import dashboard
 from dashboard.collectors.base import is_gzip, open_source
-from dashboard.collectors.kineto.decode import TOP_DECODER, DecodedTrace, event_spans, top_fields
+from dashboard.collectors.kineto.decode import CHUNK_BYTES, TOP_DECODER, DecodedTrace, event_spans, top_fields
 from dashboard.collectors.kineto.worker import KINDS, decode_range, read_result
 
 _log = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ def decode_parallel(
         if located is None:
             return None
         top, tasks = located
-        chunk = chunk_bytes or min(task_bytes, 8 * 1024 * 1024)
+        chunk = chunk_bytes or min(task_bytes, CHUNK_BYTES)
         results = _Dispatch(path, plain, tasks, chunk, workdir, progress).run(workers - 1)
         return None if results is None else _joined(path, top, results)
     finally:
