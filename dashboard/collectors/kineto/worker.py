@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import mmap
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -119,4 +120,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    status = main(sys.argv[1:])
+    # The parent waits for this process to end before it goes on: its results are in files, so the
+    # interpreter's teardown (freeing every decoded object, ~30 ms) is skipped.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
