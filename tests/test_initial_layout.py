@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import dash
@@ -14,6 +12,7 @@ from dashboard.app import create_app
 from dashboard.demo import seed_demo
 from dashboard.settings import Settings
 from dashboard.store import RunStore
+from tests.support.dash_requests import components, dash_layout
 
 HOST = "http://localhost"
 
@@ -26,32 +25,12 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return app.server.test_client()
 
 
-def layout(client: Any, referrer: str | None) -> dict[str, Any]:
-    headers = {"Referer": referrer} if referrer else {}
-    response = client.get("/_dash-layout", headers=headers)
-    assert response.status_code == 200
-    return json.loads(response.get_data(as_text=True))
-
-
-def components(tree: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(tree, dict):
-        if "type" in tree and "props" in tree:
-            yield tree
-            yield from components(tree["props"])
-        else:
-            for value in tree.values():
-                yield from components(value)
-    elif isinstance(tree, list):
-        for item in tree:
-            yield from components(item)
-
-
 def by_id(tree: Any, component_id: Any) -> dict[str, Any]:
     return next(c for c in components(tree) if c["props"].get("id") == component_id)
 
 
 def test_layout_holds_the_referring_page_and_a_location_that_matches_the_browser(client: Any) -> None:
-    tree = layout(client, f"{HOST}/kernels?rank=0")
+    tree = dash_layout(client, f"{HOST}/kernels?rank=0")
     content = by_id(tree, "_pages_content")["props"]["children"]
     assert any(c["props"].get("id") == "kernels-page" for c in components(content))
     location = by_id(tree, "_pages_location")["props"]
@@ -68,7 +47,7 @@ def test_layout_holds_the_referring_page_and_a_location_that_matches_the_browser
 
 
 def test_view_state_in_the_query_reaches_the_page_layout(client: Any) -> None:
-    tree = layout(client, f"{HOST}/kernels?top=5")
+    tree = dash_layout(client, f"{HOST}/kernels?top=5")
     bar = by_id(tree, "kernels-bar")["props"]["figure"]
     assert len(bar["data"][0]["y"]) == 5
 
@@ -79,7 +58,7 @@ def test_view_state_in_the_query_reaches_the_page_layout(client: Any) -> None:
     f"{HOST}/no-such-page",  # the router's 404 stays the one answer for unknown paths
 ])
 def test_without_a_usable_referrer_the_router_fills_the_page(client: Any, referrer: str | None) -> None:
-    tree = layout(client, referrer)
+    tree = dash_layout(client, referrer)
     assert by_id(tree, "_pages_content")["props"].get("children") is None
     location = by_id(tree, "_pages_location")["props"]
     assert "pathname" not in location and "search" not in location
@@ -95,7 +74,7 @@ def test_a_page_layout_that_fails_leaves_the_error_to_the_router(client: Any, mo
 
     monkeypatch.setitem(page, "layout", broken)
     with caplog.at_level(logging.ERROR):
-        tree = layout(client, f"{HOST}/kernels")
+        tree = dash_layout(client, f"{HOST}/kernels")
     assert by_id(tree, "_pages_content")["props"].get("children") is None
     assert "broken page" in caplog.text
 

@@ -1,10 +1,34 @@
-"""The JSON bodies the browser POSTs to /_dash-update-component, for HTTP-level tests."""
+"""The JSON bodies the browser POSTs to /_dash-update-component, and the layout GET /_dash-layout
+answers, for HTTP-level tests."""
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from typing import Any
+
+
+def dash_layout(client: Any, referrer: str | None = None) -> dict[str, Any]:
+    """The layout tree the app sends for a page (the browser's address goes in the Referer header)."""
+    headers = {"Referer": referrer} if referrer else {}
+    response = client.get("/_dash-layout", headers=headers)
+    assert response.status_code == 200
+    return json.loads(response.get_data(as_text=True))
+
+
+def components(tree: Any) -> Iterator[dict[str, Any]]:
+    """Every component (`type` and `props`) of a layout tree, depth first."""
+    if isinstance(tree, dict):
+        if "type" in tree and "props" in tree:
+            yield tree
+            yield from components(tree["props"])
+        else:
+            for value in tree.values():
+                yield from components(value)
+    elif isinstance(tree, list):
+        for item in tree:
+            yield from components(item)
 
 
 def upload_payload(content: bytes, filename: str = "big.json", name: str | None = None) -> dict:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -22,6 +21,7 @@ from dashboard.demo import seed_demo
 from dashboard.exports.page_figures import EXPORT_WIDTHS, PAGES, page_figures
 from dashboard.settings import Settings
 from dashboard.store import Run, RunStore
+from tests.support.dash_requests import components, dash_layout
 
 HOST = "http://localhost"
 
@@ -35,25 +35,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunStore, Any]:
     return store, app.server.test_client()
 
 
-def _components(tree: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(tree, dict):
-        if "type" in tree and "props" in tree:
-            yield tree
-            yield from _components(tree["props"])
-        else:
-            for value in tree.values():
-                yield from _components(value)
-    elif isinstance(tree, list):
-        for item in tree:
-            yield from _components(item)
-
-
 def screen_figures(client: Any, page: str, query: dict[str, str]) -> dict[Any, dict[str, Any]]:
     """Component id -> the figure JSON of every Graph the page's layout holds for this URL."""
-    response = client.get("/_dash-layout", headers={"Referer": f"{HOST}/{page}?{urlencode(query)}"})
-    assert response.status_code == 200
-    tree = json.loads(response.get_data(as_text=True))
-    return {json.dumps(c["props"]["id"], sort_keys=True): c["props"]["figure"] for c in _components(tree)
+    tree = dash_layout(client, f"{HOST}/{page}?{urlencode(query)}")
+    return {json.dumps(c["props"]["id"], sort_keys=True): c["props"]["figure"] for c in components(tree)
             if c.get("type") == "Graph" and c["props"].get("figure") is not None}
 
 
