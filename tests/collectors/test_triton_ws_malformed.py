@@ -8,7 +8,8 @@ import pytest
 
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, no_progress
-from dashboard.collectors.dot.grammar import DotSyntaxError, parse_dot
+from dashboard.collectors.dot.grammar import parse_dot
+from dashboard.collectors.dot.graph import DotSyntaxError
 from dashboard.collectors.triton_ws.collector import COLLECTOR
 from dashboard.demo import ws_dumps
 from dashboard.demo.ws_dump_text import Kernel, combined_graph, smem_liveness, tmem_liveness

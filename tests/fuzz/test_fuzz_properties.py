@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard.collectors.dot.grammar import DotSyntaxError, parse_dot
+from dashboard.collectors.dot.grammar import parse_dot
+from dashboard.collectors.dot.graph import DotSyntaxError
 from tests.support.fuzz_known import HARD_FAILURES, WORDING_FAILURES
 from tests.support.fuzz_mutations import EXTREMES, make_case, mutations_for
 from tests.support.fuzz_outcomes import FAILURES, ingest_outcome, time_limit

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dashboard.collectors.dot.grammar import DotSyntaxError
+from dashboard.collectors.dot.graph import DotSyntaxError
 
 _BLOCK_START = re.compile(r"^digraph (SmemBufferLiveness|TmemBufferLiveness|CombinedGraph) \{[ \t]*$", re.M)
 _BLOCK_END = re.compile(r"^\}[ \t]*$", re.M)

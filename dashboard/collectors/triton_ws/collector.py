@@ -26,7 +26,8 @@ from typing import Any
 import polars as pl
 
 from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, read_source_bytes
-from dashboard.collectors.dot.grammar import DotSyntaxError, parse_dot
+from dashboard.collectors.dot.grammar import parse_dot
+from dashboard.collectors.dot.graph import DotSyntaxError
 from dashboard.collectors.triton_ws.blocks import (
     Block,
     Group,

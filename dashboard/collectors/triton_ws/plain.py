@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dashboard.collectors.dot.grammar import DotGraph
+from dashboard.collectors.dot.graph import DotGraph
 
 _TABLE_KEYS = ("label",)
 

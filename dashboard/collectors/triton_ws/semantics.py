@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.collectors.dot.grammar import DotGraph
+from dashboard.collectors.dot.graph import DotGraph
 
 GRAPH_KINDS = {"SmemBufferLiveness": "smem", "CombinedGraph": "combined", "TmemBufferLiveness": "tmem"}
 
