@@ -12,9 +12,7 @@ from dashboard.app import create_app
 from dashboard.demo import seed_demo
 from dashboard.settings import Settings
 from dashboard.store import RunStore
-from tests.support.dash_requests import components, dash_layout
-
-HOST = "http://localhost"
+from tests.support.dash_requests import HOST, by_id, components, dash_layout
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +21,6 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
     seed_demo(RunStore(data_dir))
     app = create_app(Settings(data_dir=data_dir, seed_demo=False))
     return app.server.test_client()
-
-
-def by_id(tree: Any, component_id: Any) -> dict[str, Any]:
-    return next(c for c in components(tree) if c["props"].get("id") == component_id)
 
 
 def test_layout_holds_the_referring_page_and_a_location_that_matches_the_browser(client: Any) -> None:

@@ -12,7 +12,7 @@ from dashboard.demo import write_demo_sources
 from dashboard.layouts.shell import URL_STATE
 from dashboard.settings import Settings
 from dashboard.store import RunStore
-from tests.test_initial_layout import HOST, by_id, components, layout
+from tests.support.dash_requests import HOST, by_id, components, dash_layout
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def _links(tree: Any) -> list[str]:
 def test_without_a_kernel_run_insights_opens_the_newest_run_with_findings(
         no_kernel_runs: tuple[Any, dict[str, str], RunStore]) -> None:
     client, ids, store = no_kernel_runs
-    tree = layout(client, f"{HOST}/insights")
+    tree = dash_layout(client, f"{HOST}/insights")
     links = _links(tree)
     assert len(links) == len(run_insights(store.open(ids["demo-compiler"])).findings) > 0
     assert all(link.startswith(f"/compiler?run={ids['demo-compiler']}&compile=") for link in links)
@@ -43,7 +43,7 @@ def test_without_a_kernel_run_insights_opens_the_newest_run_with_findings(
 def test_planner_run_lists_sharing_findings_linking_to_the_buffer(
         no_kernel_runs: tuple[Any, dict[str, str], RunStore]) -> None:
     client, ids, _store = no_kernel_runs
-    tree = layout(client, f"{HOST}/insights?run={ids['demo-planner']}")
+    tree = dash_layout(client, f"{HOST}/insights?run={ids['demo-planner']}")
     links = _links(tree)
     assert any(link.startswith(f"/planner?run={ids['demo-planner']}&group=") and "&buffer=" in link
                for link in links)
@@ -56,13 +56,13 @@ def test_links_open_the_views_with_the_state_they_name(no_kernel_runs: tuple[Any
     client, ids, store = no_kernel_runs
     growth = next(f for f in run_insights(store.open(ids["demo-compiler"])).findings
                   if f.key.startswith("compiler:growth:"))
-    compiler = layout(client, f"{HOST}{growth.url}")
+    compiler = dash_layout(client, f"{HOST}{growth.url}")
     compile_index, step = growth.key.rsplit(":", 1)[1], growth.url.split("&step=")[1].split("&")[0]
     assert str(by_id(compiler, "compiler-compile")["props"]["value"]) == compile_index
     assert str(by_id(compiler, "compiler-step")["props"]["value"]) == step
     sharing = next(f for f in run_insights(store.open(ids["demo-planner"])).findings
                    if f.key.startswith("planner:sharing:"))
-    planner = layout(client, f"{HOST}{sharing.url}")
+    planner = dash_layout(client, f"{HOST}{sharing.url}")
     group = sharing.key.split(":")[2]
     assert by_id(planner, "planner-group")["props"]["value"] == group
     buffer = sharing.url.rsplit("buffer=", 1)[1]

@@ -14,7 +14,7 @@ from dashboard.demo import seed_demo
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 from dashboard.views import run_views
-from tests.test_initial_layout import HOST, by_id, components, layout
+from tests.support.dash_requests import HOST, by_id, components, dash_layout
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_insights_comes_first_after_runs(demo: tuple[Any, RunStore]) -> None:
 def test_kernel_run_shows_the_breakdown_per_rank_and_step(demo: tuple[Any, RunStore]) -> None:
     client, store = demo
     run_id = _run_with(store, "layers")  # the demo's training run: two ranks, profiler steps
-    tree = layout(client, f"{HOST}/insights?run={run_id}")
+    tree = dash_layout(client, f"{HOST}/insights?run={run_id}")
     figure = by_id(tree, "insights-breakdown")["props"]["figure"]
     assert [trace["name"] for trace in figure["data"]] == ["compute", "communication", "memory (copies, memsets)",
                                                           "idle"]
@@ -51,7 +51,7 @@ def test_kernel_run_shows_the_breakdown_per_rank_and_step(demo: tuple[Any, RunSt
 def test_memory_run_lists_its_findings_with_links(demo: tuple[Any, RunStore]) -> None:
     client, store = demo
     run_id = _run_with(store, "memory")
-    tree = layout(client, f"{HOST}/insights?run={run_id}")
+    tree = dash_layout(client, f"{HOST}/insights?run={run_id}")
     findings = by_id(tree, "insights-findings")
     links = [c["props"]["href"] for c in components(findings) if "finding-link" in c["props"].get("className", "")]
     expected = [finding.url for finding in run_insights(store.open(run_id)).findings]
@@ -70,7 +70,7 @@ def test_kernel_page_busy_share_is_the_breakdowns(demo: tuple[Any, RunStore]) ->
 def test_kernel_page_shows_the_breakdown_headline(demo: tuple[Any, RunStore]) -> None:
     client, store = demo
     run_id = _run_with(store, "layers")
-    tree = layout(client, f"{HOST}/kernels?run={run_id}")
+    tree = dash_layout(client, f"{HOST}/kernels?run={run_id}")
     text = by_id(tree, "kernels-breakdown")["props"]["children"][1]
     row = run_insights(store.open(run_id)).by_rank.row(0, named=True)
     assert text.startswith(f"rank 0: compute {row['compute_ns'] / row['span_ns']:.1%} · communication ")
@@ -82,7 +82,7 @@ def test_overlap_and_launch_tables_show_the_analysis_numbers(demo: tuple[Any, Ru
 
     client, store = demo
     run_id = _run_with(store, "layers")
-    tree = layout(client, f"{HOST}/insights?run={run_id}")
+    tree = dash_layout(client, f"{HOST}/insights?run={run_id}")
     table = next(c for c in components(tree) if "comm-overlap" in c["props"].get("className", ""))
     cells = [c["props"]["children"] for c in components(table) if c["type"] == "Td"]
     first = run_insights(store.open(run_id)).by_step.filter(pl.col("communication_total_ns") > 0).row(0, named=True)

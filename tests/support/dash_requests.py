@@ -8,6 +8,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+HOST = "http://localhost"  # the address a test client's Referer names pages under
+
 
 def dash_layout(client: Any, referrer: str | None = None) -> dict[str, Any]:
     """The layout tree the app sends for a page (the browser's address goes in the Referer header)."""
@@ -29,6 +31,11 @@ def components(tree: Any) -> Iterator[dict[str, Any]]:
     elif isinstance(tree, list):
         for item in tree:
             yield from components(item)
+
+
+def by_id(tree: Any, component_id: Any) -> dict[str, Any]:
+    """The first component of a layout tree with this id."""
+    return next(c for c in components(tree) if c["props"].get("id") == component_id)
 
 
 def upload_payload(content: bytes, filename: str = "big.json", name: str | None = None) -> dict:

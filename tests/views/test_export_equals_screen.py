@@ -21,9 +21,7 @@ from dashboard.demo import seed_demo
 from dashboard.exports.page_figures import EXPORT_WIDTHS, PAGES, page_figures
 from dashboard.settings import Settings
 from dashboard.store import Run, RunStore
-from tests.support.dash_requests import components, dash_layout
-
-HOST = "http://localhost"
+from tests.support.dash_requests import HOST, components, dash_layout
 
 
 @pytest.fixture(scope="module")
