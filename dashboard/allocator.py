@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Sequence
 
 # polars' jemalloc has its symbols prefixed `_rjem_`, and so is its environment variable.
 ALLOCATOR_ENV = "_RJEM_MALLOC_CONF"
@@ -41,10 +41,24 @@ PROMPT_RELEASE_BELOW_BYTES = 700 * 1000 * 1000
 LARGE_INPUT = "background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0"
 
 
-def input_bytes(arguments: Iterable[str]) -> int:
-    """Bytes on disk of the arguments that name files or folders (options and missing paths count 0)."""
-    total = 0
+def input_bytes(arguments: Sequence[str], value_options: Collection[str] = ()) -> int:
+    """Bytes on disk of the arguments that name input files or folders.
+
+    Options are not inputs, nor are the values of `value_options` (`--data DIR` names the data folder,
+    whose runs must not count: a folder of earlier runs made every ingest look big); missing paths
+    count 0.
+    """
+    total, skip_value, options_ended = 0, False, False
     for argument in arguments:
+        if skip_value:
+            skip_value = False
+            continue
+        if not options_ended and argument == "--":
+            options_ended = True
+            continue
+        if not options_ended and argument.startswith("-"):
+            skip_value = argument in value_options  # `--data=DIR` carries its value in the same word
+            continue
         try:
             if os.path.isfile(argument):
                 total += os.path.getsize(argument)

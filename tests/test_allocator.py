@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
+
 from dashboard.allocator import ALLOCATOR_ENV, LARGE_INPUT, PROMPT_RELEASE, PROMPT_RELEASE_BELOW_BYTES, input_bytes
+from dashboard.cli import INGEST_VALUE_OPTIONS, cli
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = """
@@ -48,6 +51,31 @@ def test_big_inputs_keep_freed_pages_briefly(tmp_path: Path) -> None:
     assert PROMPT_RELEASE not in _setting("ingest", str(big))
     assert _setting("ingest", str(big)).endswith(LARGE_INPUT)
     assert _setting("ingest", str(small)).endswith(PROMPT_RELEASE)
+
+
+def test_the_data_folder_and_option_values_are_not_inputs(tmp_path: Path) -> None:
+    # A data folder of earlier runs (each with its source copy) once made every ingest look big.
+    data = tmp_path / "data"
+    (data / "runs" / "old").mkdir(parents=True)
+    with open(data / "runs" / "old" / "trace.json", "wb") as handle:
+        handle.truncate(PROMPT_RELEASE_BELOW_BYTES)
+    trace = tmp_path / "trace.json"
+    trace.write_bytes(b"{}" * 50)
+    name = tmp_path / "named"  # a --name that happens to be a file's name
+    name.write_bytes(b"x" * PROMPT_RELEASE_BELOW_BYTES)
+    assert input_bytes([str(trace), "--data", str(data), "--name", str(name)], INGEST_VALUE_OPTIONS) == 100
+    assert input_bytes([f"--data={data}", str(trace)], INGEST_VALUE_OPTIONS) == 100
+    assert input_bytes(["--debug", str(trace)], INGEST_VALUE_OPTIONS) == 100  # a flag takes no value
+    assert input_bytes(["--", str(trace)], INGEST_VALUE_OPTIONS) == 100
+    assert _setting("ingest", str(trace), "--data", str(data)).endswith(PROMPT_RELEASE)
+    assert _setting("ingest", "--data", str(data), str(trace)).endswith(PROMPT_RELEASE)
+
+
+def test_the_value_options_are_the_ingest_commands() -> None:
+    ingest = cli.commands["ingest"]
+    taking_values = {name for param in ingest.params if isinstance(param, click.Option) and not param.is_flag
+                     for name in param.opts}
+    assert taking_values == set(INGEST_VALUE_OPTIONS)
 
 
 def test_a_kineto_ingest_loads_neither_pyarrow_nor_the_sqlite_driver(tmp_path: Path) -> None:
