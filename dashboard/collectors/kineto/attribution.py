@@ -153,7 +153,7 @@ def kernels_table(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     flops = pl.when(pl.col("flop_owner").is_not_null()).then(pl.col("_owner_flops") * share)
     missing = [pl.lit(None, pl.Int64).alias(c) for c in _KERNEL_ONLY if c not in kernels.columns]
     return kernels.with_columns(missing).select(
-        "rank", *_device_stream(), "correlation", "name", "start_ns", "end_ns", *_KERNEL_ONLY,
+        "rank", *_device_stream(), "correlation", pl.col("name").cast(pl.String), "start_ns", "end_ns", *_KERNEL_ONLY,
         "op", "layer", "pass", "step", flops.alias("flops"),
     )
 
@@ -163,7 +163,7 @@ def memcpy_table(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     copies = _from_op(_in_time_order(linked, pl.col("category") != "kernel"), ranges)
     if "bytes" not in copies.columns:  # no copy or memset in any file
         copies = copies.with_columns(pl.lit(None, pl.Int64).alias("bytes"))
-    name = pl.col("name")
+    name = pl.col("name").cast(pl.String)
     is_memset = pl.col("category") == "gpu_memset"
     return copies.select(
         "rank", *_device_stream(), "correlation",
@@ -177,7 +177,8 @@ def memcpy_table(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
 
 def api_table(api: pl.DataFrame) -> pl.DataFrame:
     return api.select(
-        "rank", pl.col("tid_num").alias("thread"), "name", "category", "correlation", "start_ns", "end_ns"
+        "rank", pl.col("tid_num").alias("thread"), pl.col("name").cast(pl.String), "category", "correlation",
+        "start_ns", "end_ns",
     )
 
 

@@ -254,6 +254,11 @@ def _common(columns: RawColumns) -> list[pl.Series]:
     ]
 
 
+def _categorical_name(common: list[pl.Series]) -> list[pl.Series]:
+    """`_common` with the name as a categorical: see CATEGORICAL_NAMES."""
+    return [common[0].cast(pl.Categorical), *common[1:]]
+
+
 def _external_id(columns: RawColumns) -> pl.Series:
     """`External id`, or the legacy lower-case `external id` when a group has none."""
     modern = columns.integer("args.external_id")
@@ -266,10 +271,17 @@ def _constant(name: str, value: str | None, height: int) -> pl.Series:
     return pl.Series(name, [value], dtype=pl.String).new_from_index(0, height)
 
 
+# Kinds whose `name` stays categorical until the tables are built: a million kernels carry a few hundred
+# distinct names, often long templates (25 of the 61 MB of a 300 k-kernel trace's GPU events as strings,
+# 1 as a categorical, in every copy the ingest makes until the kernels table). Op names stay strings:
+# they are short, and the range code matches them as text.
+CATEGORICAL_NAMES = ("gpu", "api")
+
+
 def gpu_frame(columns: RawColumns, category: str) -> pl.DataFrame:
     """Kernels, copies and memsets with the args the canonical tables need."""
     series = [
-        *_common(columns),
+        *_categorical_name(_common(columns)),
         _constant("category", category, len(columns)),
         columns.integer("args.correlation"),
         _external_id(columns),
@@ -292,7 +304,7 @@ def api_frame(columns: RawColumns, category: str) -> pl.DataFrame:
     """CUDA runtime / driver calls."""
     return pl.DataFrame(
         [
-            *_common(columns),
+            *_categorical_name(_common(columns)),
             _constant("category", category, len(columns)),
             columns.integer("args.correlation"),
             _external_id(columns),

@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 import polars as pl
 
+from dashboard.collectors.kineto.columns import CATEGORICAL_NAMES
 from dashboard.collectors.kineto.decode import DecodedTrace, decode_chunk, event_spans, frames_of_chunk
 from dashboard.gc_pause import gc_paused
 
@@ -100,7 +101,9 @@ def read_result(outdir: Path, index: int) -> tuple[dict[str, pl.DataFrame], dict
         path = outdir / f"{index}-{kind}.arrow"
         if path.exists():
             frame = pl.read_ipc(path)
-            frames[kind] = frame.with_columns(pl.col("name").cast(pl.String)) if "name" in frame.columns else frame
+            # As decoded in one process (`columns.CATEGORICAL_NAMES`); every name travels as a dictionary.
+            text = "name" in frame.columns and kind not in CATEGORICAL_NAMES
+            frames[kind] = frame.with_columns(pl.col("name").cast(pl.String)) if text else frame
     return frames, counts
 
 
