@@ -40,8 +40,8 @@ cpu = time.process_time() - cpu
 children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the decode workers, all exited by now
 cpu += children.ru_utime + children.ru_stime
 rss_kb = max(peak_kb[0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": rss_kb / 1024,
-                  "import_rss_mb": import_rss / 1024,
+print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": rss_kb * 1024 / 1e6,
+                  "import_rss_mb": import_rss * 1024 / 1e6,
                   "rows": {name: frame.height for name, frame in result.tables.items()}}))
 """
 
@@ -54,8 +54,8 @@ wall, cpu = time.perf_counter(), time.process_time()
 analysis = TraceAnalysis(trace_dir=sys.argv[1])
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
 frame = analysis.t.get_trace(0)
-print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "import_rss_mb": import_rss / 1024, "rows": {"events": int(len(frame))}}))
+print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6,
+                  "import_rss_mb": import_rss * 1024 / 1e6, "rows": {"events": int(len(frame))}}))
 """
 
 

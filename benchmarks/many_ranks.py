@@ -58,9 +58,9 @@ def timed_ingest(inputs: Path, data_dir: Path, *extra: str) -> dict[str, Any]:
     wall, rss_kb = next(line for line in done.stderr.splitlines() if line.startswith("TIME ")).split()[1:]
     run_id = done.stdout.strip().splitlines()[-1]
     stats = RunStore(data_dir).open(run_id).info.metadata.get("cluster", {})
-    return {"run": run_id, "wall_s": float(wall), "rss_mb": int(rss_kb) / 1024,
-            "client_mb": stats.get("client_peak_rss_bytes", 0) / 2**20,
-            "worker_mb": stats.get("worker_peak_rss_bytes", 0) / 2**20}
+    return {"run": run_id, "wall_s": float(wall), "rss_mb": int(rss_kb) * 1024 / 1e6,
+            "client_mb": stats.get("client_peak_rss_bytes", 0) / 1e6,
+            "worker_mb": stats.get("worker_peak_rss_bytes", 0) / 1e6}
 
 
 def render_times(data_dir: Path, run_id: str) -> dict[str, tuple[float, float]]:
@@ -125,7 +125,7 @@ def main() -> None:
         print(f"{ranks:5d} {mb:7.1f} | {one} | {cluster['wall_s']:9.2f} {ranks / cluster['wall_s']:7.1f} "
               f"{mb / cluster['wall_s']:6.1f} {cluster['client_mb']:9.0f} {cluster['worker_mb']:9.0f} | {render}")
     started = time.strftime("%Y-%m-%d %H:%M")
-    print(f"\n(measured {started}; RSS of the one-process ingest is GNU time's peak of that process)")
+    print(f"\n(measured {started}; MB are 10^6 bytes; RSS of the one-process ingest: GNU time's peak of it)")
 
 
 if __name__ == "__main__":
