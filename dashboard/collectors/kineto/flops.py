@@ -251,14 +251,20 @@ def flops_from_shapes(frame: pl.DataFrame) -> pl.Series:
     every other row is computed from its shapes, or null.
     """
     keys = ["name", "input_dims", "concrete_inputs"]
-    distinct = frame.select(keys).filter(pl.col("input_dims").is_not_null()).unique()
+    # Only rows with shapes can be computed (ops with a formula: a few of a million ranges keep them), so
+    # only they go through the join; the rest stay null without a join of every row on three text keys.
+    shaped = frame.get_column("input_dims").is_not_null().arg_true()
+    candidates = frame.select(keys)[shaped]
+    distinct = candidates.unique()
     computed = [
         op_flops(name, _parse(dims), _parse(concrete))
         for name, dims, concrete in distinct.iter_rows()
     ]
     lookup = distinct.with_columns(pl.Series("computed", computed, dtype=pl.Float64))
-    joined = frame.select(keys).join(lookup, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    result = joined.get_column("computed")
+    found = candidates.join(lookup, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    result = pl.Series("computed", [None], dtype=pl.Float64).new_from_index(0, frame.height)
+    if shaped.len():
+        result = result.scatter(shaped, found.get_column("computed"))
     if "flops" in frame.columns:
         result = frame.get_column("flops").fill_null(result)
     return result.alias("flops")
