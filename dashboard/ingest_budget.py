@@ -187,21 +187,33 @@ def run_in_child(data_dir: Path, paths: Sequence[Path], name: str | None, budget
     try:
         if started is not None:
             started(process.pid)
-        process.stdin.write(json.dumps(spec).encode())
-        process.stdin.close()
+        # One line; stdin then stays open: the child waits for its end before it exits (see `_release`).
+        process.stdin.write(json.dumps(spec).encode() + b"\n")
+        process.stdin.flush()
         output = _watch(process, budget, names)
     except BaseException:  # a budget, Ctrl-C in the CLI, a worker shutting down: the child goes too
         if ending is not None:
             ending()
         _stop(process)
+        _release(process)
         if ending is not None:
             ending()  # a status the child replaced just before it was killed names it again
         RunStore(data_dir).remove_stale_staging()
         raise
     if ending is not None:
         ending()
+    _release(process)
     process.wait()
     return _outcome(output.partition(READY)[2], process.returncode, names)
+
+
+def _release(process: subprocess.Popen[bytes]) -> None:
+    """Let the child exit: it waits for the end of its stdin after writing its outcome, so that it is
+    alive until `ending()` has taken the job back (a reader polling between the child's exit and that
+    status would otherwise take the job for orphaned and fail it)."""
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
 
 
 def _backstop(budget: Budget) -> int:

@@ -1,6 +1,6 @@
 """The child side of a budgeted ingest: `python -m dashboard.ingest_child` (started by `ingest_budget`).
 
-It reads its task as JSON on stdin, says `ready` on its private channel once
+It reads its task as one line of JSON on stdin, says `ready` on its private channel once
 its modules are loaded (the parent starts the clock then), ingests, and
 writes one JSON outcome on that channel: {"run_id"}, {"path", "problem"} for
 an IngestError, {"kind", "error"} for anything else. The channel is a copy of
@@ -32,7 +32,7 @@ def _channel() -> TextIO:
 
 
 def main() -> None:
-    spec: dict[str, Any] = json.loads(sys.stdin.read())
+    spec: dict[str, Any] = json.loads(sys.stdin.readline())
     channel = _channel()
     if spec.get("backstop_seconds"):
         # Default action (terminate) even inside C code that never returns to Python.
@@ -59,6 +59,10 @@ def main() -> None:
     with contextlib.suppress(BrokenPipeError, OSError):
         channel.write(json.dumps(outcome) + "\n")
         channel.close()
+    # Alive until the parent has taken the job back from this process (it then closes stdin; a parent
+    # that died closes it too): see `ingest_budget._release`.
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdin.read()
 
 
 def _ingest(store: Any, spec: dict[str, Any], progress: Any) -> dict[str, Any]:

@@ -96,6 +96,26 @@ def test_within_budget_the_child_ingests_and_errors_keep_their_text(slow_trace: 
     assert str(failed.value).startswith(f"{bad}: ") and "\n" not in str(failed.value)
 
 
+def test_the_child_lives_until_the_job_is_taken_back(data_dir: Path, tmp_path: Path) -> None:
+    # A job's status names the child while it runs: were the child gone before `ending()` replaced that
+    # status, a page polling in between would fail a finished job as orphaned.
+    dot = tmp_path / "planner.dot"
+    dot.write_bytes(b'digraph planner {\n  a [label="load"];\n  a -> b;\n}\n')
+    child: list[int] = []
+    states: list[str] = []
+
+    def ending() -> None:
+        time.sleep(0.5)  # ample time for a child that does not wait to have exited
+        states.append(Path(f"/proc/{child[0]}/stat").read_text().rsplit(")", 1)[1].split()[0])
+
+    run_id = run_in_child(data_dir, [dot], "waits", Budget(seconds=120, memory_mb=None),
+                          started=child.append, ending=ending)
+    assert RunStore(data_dir).exists(run_id)
+    assert states and states[0] != "Z", states  # alive (waiting for its stdin to end), not exited
+    with pytest.raises(ProcessLookupError):  # and gone once released and reaped
+        os.kill(child[0], 0)
+
+
 def test_the_budget_scales_with_the_uncompressed_input(slow_trace: Path) -> None:
     megabytes = input_megabytes([slow_trace])
     assert megabytes > 10 * slow_trace.stat().st_size / 2**20  # counted at its uncompressed size
