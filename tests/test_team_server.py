@@ -86,15 +86,21 @@ def gunicorn_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
             process.wait()
 
 
-def health_by_worker(base: str, want_workers: int = 2, max_requests: int = 400) -> dict[int, dict]:
-    """/health answers keyed by the worker pid, asking concurrently until every worker has answered."""
+def health_by_worker(base: str, want_workers: int = 2, within_s: float = 60.0) -> dict[int, dict]:
+    """/health answers keyed by the worker pid, asking concurrently until every worker has answered.
+
+    Until a deadline, not a number of requests: on a loaded machine the second worker may still be
+    loading the app while the first answers hundreds of requests.
+    """
     seen: dict[int, dict] = {}
+    deadline = time.monotonic() + within_s
     with ThreadPoolExecutor(max_workers=4) as pool:
-        for _ in range(max_requests // 4):
+        while time.monotonic() < deadline:
             for answer in pool.map(lambda _: get_json(base + "/health"), range(4)):
                 seen[answer["pid"]] = answer
             if len(seen) >= want_workers:
                 return seen
+            time.sleep(0.05)
     return seen
 
 
