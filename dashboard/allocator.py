@@ -7,15 +7,18 @@ of every table (normalised, nested, linked), so kept pages, not live tables,
 make much of its peak resident memory. Measured for issue 19 on the benchmark
 traces (two cores):
 
-* small inputs (< PROMPT_RELEASE_BELOW_BYTES): the fixed ~150 MB of interpreter,
-  libraries and kept pages dominates. polars' default peaked at 1.9x a 262 MB
-  trace; keeping freed pages for even 30 ms still 1.7x; returning them at once
-  (PROMPT_RELEASE) 1.4x, at a price in CPU (page faults on fresh buffers,
-  ~0.4 s of a ~2.6 s ingest). Prompt release is asked for.
+* small inputs (< PROMPT_RELEASE_BELOW_BYTES): the fixed part (interpreter,
+  libraries, ~100 MB of pages kept for reuse) dominates. Keeping freed pages
+  for even 5 ms peaked at 1.6x a 262 MB trace (200 ms: 1.7x; polars' default
+  1.9x); returning them at once (PROMPT_RELEASE) 1.36x, at a price in CPU
+  (page faults on fresh buffers: ~0.6 s of a ~2.6 s ingest). Prompt release
+  is asked for.
 * big inputs: pages are kept for 0.2 s and then returned at once
   (LARGE_INPUT: no lazy "muzzy" stage, whose pages still count as resident).
-  At 882 MB: 1.33x the file and 147 MB/s, against polars' default 1.49x and
-  145 MB/s.
+  The peak then grows by ~1.04x the input over a fixed ~180 MB: 503 MB peaked
+  at 1.43x the file in 3.5 s against 1.15x in 4.9 s with prompt release; 882 MB
+  at 1.1-1.24x (polars' default: 1.49x). Below ~500 MB the fixed part lifts it
+  over 1.5x.
 
 The server keeps polars' default. jemalloc reads its settings from the
 environment once, when polars loads: `prefer_prompt_release` must run before the
@@ -35,9 +38,8 @@ from collections.abc import Collection, Sequence
 ALLOCATOR_ENV = "_RJEM_MALLOC_CONF"
 # Purging happens in jemalloc's background thread, off the path of the work.
 PROMPT_RELEASE = "background_thread:true,dirty_decay_ms:0,muzzy_decay_ms:0"
-# Where keeping freed pages for a while no longer lifts the peak over 1.5x the input (between the 262 and
-# 882 MB measurements).
-PROMPT_RELEASE_BELOW_BYTES = 700 * 1000 * 1000
+# Where keeping freed pages for a while no longer lifts the peak over 1.5x the input (1.43x at 503 MB).
+PROMPT_RELEASE_BELOW_BYTES = 500 * 1000 * 1000
 LARGE_INPUT = "background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0"
 
 
