@@ -118,17 +118,18 @@ def _base_ns(trace: DecodedTrace) -> int:
     return base
 
 
-def _drop_exact_duplicates(frame: pl.DataFrame, probe: str) -> tuple[pl.DataFrame, int]:
+def _drop_exact_duplicates(frame: pl.DataFrame, probe: Sequence[str]) -> tuple[pl.DataFrame, int]:
     """Keep the first of events that are equal in every column; (frame, number removed).
 
     A full-row `unique` over millions of rows is slow, so only rows whose
-    `probe` value (correlation, timestamp) repeats are compared in full.
+    `probe` values (correlation; time, duration and thread) repeat are compared in full.
     """
-    values = frame.get_column(probe)
+    key = pl.col(probe[0]) if len(probe) == 1 else pl.struct(probe).hash()  # a collision only adds a suspect
+    values = frame.select(key).to_series()
     if values.null_count() == 0 and values.n_unique() == frame.height:
         return frame, 0
     indexed = frame.with_row_index("_row")
-    suspects = indexed.filter(pl.col(probe).is_duplicated())
+    suspects = indexed.filter(key.is_duplicated())
     repeats = suspects.filter(~pl.struct(pl.exclude("_row")).is_first_distinct()).get_column("_row")
     if repeats.len() == 0:
         return frame, 0
@@ -164,7 +165,9 @@ def _clean(frame: pl.DataFrame, kind: str, path: Path, base: int, warnings: list
     if kind == "memory":
         # No duplicate removal: an alloc, free and alloc of one address within a µs are three real events.
         return frame.with_columns(_ns("ts", base).alias("start_ns")).drop("ts")
-    frame, removed = _drop_exact_duplicates(frame, "correlation" if kind in ("gpu", "api") else "ts")
+    # Ranges: nested ops often start in the same µs, so the time alone repeats for most of them.
+    probe = ["correlation"] if kind in ("gpu", "api") else ["ts", "dur", "tid_key"] if kind == "range" else ["ts"]
+    frame, removed = _drop_exact_duplicates(frame, probe)
     if removed:
         warnings.append(f"{path}: removed {removed} exact duplicate {what}")
     start = _ns("ts", base).alias("start_ns")
