@@ -107,10 +107,9 @@ def test_documents_the_fast_checks_do_not_confirm_go_to_one_process(tmp_path: Pa
     assert _parallel(path) is None
 
 
-def test_small_files_and_single_cpus_stay_in_process(tmp_path: Path) -> None:
+def test_small_files_take_the_single_process_path(tmp_path: Path) -> None:
     path = write(tmp_path / "t.json", _many_events(50))
     assert _parallel(path, min_bytes=10**9) is None
-    assert _parallel(path, workers=1) is None
 
 
 def test_a_failing_worker_falls_back_without_losing_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -188,3 +187,15 @@ def test_gpu_and_runtime_names_stay_categorical_until_the_tables(tmp_path: Path)
     tables = COLLECTOR.collect([path], lambda *_: None).tables
     assert tables["kernels"].schema["name"] == pl.String and tables["api_calls"].schema["name"] == pl.String
     assert tables["kernels"].get_column("name").unique().to_list() == ["sgemm_kernel"]
+
+
+def test_one_cpu_decodes_the_mapped_file_in_this_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With one CPU the ranges are decoded here, from the mapping (a range's pages go back once decoded),
+    # not from the whole file read into memory: 1.35x a 262 MB trace at the peak instead of 1.8x.
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no worker process with one CPU")
+
+    monkeypatch.setattr(kineto_parallel.subprocess, "Popen", no_process)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": _many_events(300)}))
+    _assert_same(_parallel(path, workers=1), decode_file(path))
