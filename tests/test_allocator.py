@@ -62,7 +62,8 @@ def test_the_data_folder_and_option_values_are_not_inputs(tmp_path: Path) -> Non
     trace = tmp_path / "trace.json"
     trace.write_bytes(b"{}" * 50)
     name = tmp_path / "named"  # a --name that happens to be a file's name
-    name.write_bytes(b"x" * PROMPT_RELEASE_BELOW_BYTES)
+    with open(name, "wb") as handle:  # sparse: the size without the disk space
+        handle.truncate(PROMPT_RELEASE_BELOW_BYTES)
     assert input_bytes([str(trace), "--data", str(data), "--name", str(name)], INGEST_VALUE_OPTIONS) == 100
     assert input_bytes([f"--data={data}", str(trace)], INGEST_VALUE_OPTIONS) == 100
     assert input_bytes(["--debug", str(trace)], INGEST_VALUE_OPTIONS) == 100  # a flag takes no value
