@@ -23,7 +23,6 @@ under the first rule it breaks. Warnings read
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import polars as pl
 
@@ -109,18 +108,15 @@ def _wording(table: str, count: int, problem: str) -> str:
     return f"{rows} {problem}; dropped"
 
 
-_FROM_TABLES: Any = object()
-
-
 def drop_impossible_rows(
-    tables: Mapping[str, pl.DataFrame], source: str, base: int | None = _FROM_TABLES
+    tables: Mapping[str, pl.DataFrame], source: str, base: int | None = None
 ) -> tuple[dict[str, pl.DataFrame], list[str]]:
     """The tables without rows that cannot be right, and one warning per rule and table that dropped any.
 
     `base` is the time the trace is near (`trace_base_ns` of these tables unless given: a table handed
     over alone is judged against the whole trace's base).
     """
-    base = trace_base_ns(tables) if base is _FROM_TABLES else base
+    base = trace_base_ns(tables) if base is None else base
     kept: dict[str, pl.DataFrame] = {}
     warnings: list[str] = []
     for table, frame in tables.items():

@@ -240,11 +240,13 @@ def group_events(events: list[Any], lenient: bool) -> list[tuple[str | None, str
     return out
 
 
-def _common(columns: RawColumns) -> list[pl.Series]:
+def _common(columns: RawColumns, categorical_name: bool = False) -> list[pl.Series]:
+    """Name, times and ids of every event; the name as a categorical for `CATEGORICAL_NAMES` kinds."""
     pid_key, pid_num = columns.ids("pid")
     tid_key, tid_num = columns.ids("tid")
+    name = columns.text("name")
     return [
-        columns.text("name"),
+        name.cast(pl.Categorical) if categorical_name else name,
         columns.real("ts"),
         columns.real("dur"),
         pid_key.alias("pid_key"),
@@ -252,11 +254,6 @@ def _common(columns: RawColumns) -> list[pl.Series]:
         tid_key.alias("tid_key"),
         tid_num.alias("tid_num"),
     ]
-
-
-def _categorical_name(common: list[pl.Series]) -> list[pl.Series]:
-    """`_common` with the name as a categorical: see CATEGORICAL_NAMES."""
-    return [common[0].cast(pl.Categorical), *common[1:]]
 
 
 def _external_id(columns: RawColumns) -> pl.Series:
@@ -281,7 +278,7 @@ CATEGORICAL_NAMES = ("gpu", "api")
 def gpu_frame(columns: RawColumns, category: str) -> pl.DataFrame:
     """Kernels, copies and memsets with the args the canonical tables need."""
     series = [
-        *_categorical_name(_common(columns)),
+        *_common(columns, categorical_name=True),
         _constant("category", category, len(columns)),
         columns.integer("args.correlation"),
         _external_id(columns),
@@ -304,7 +301,7 @@ def api_frame(columns: RawColumns, category: str) -> pl.DataFrame:
     """CUDA runtime / driver calls."""
     return pl.DataFrame(
         [
-            *_categorical_name(_common(columns)),
+            *_common(columns, categorical_name=True),
             _constant("category", category, len(columns)),
             columns.integer("args.correlation"),
             _external_id(columns),

@@ -118,6 +118,12 @@ def _base_ns(trace: DecodedTrace) -> int:
     return base
 
 
+# Columns whose repeats make rows suspects of exact duplication. Ranges: nested ops often start in the
+# same µs, so the time alone repeats for most of them.
+_DUPLICATE_PROBES = {"gpu": ["correlation"], "api": ["correlation"], "range": ["ts", "dur", "tid_key"],
+                     "flow": ["ts"]}
+
+
 def _drop_exact_duplicates(frame: pl.DataFrame, probe: Sequence[str]) -> tuple[pl.DataFrame, int]:
     """Keep the first of events that are equal in every column; (frame, number removed).
 
@@ -129,7 +135,7 @@ def _drop_exact_duplicates(frame: pl.DataFrame, probe: Sequence[str]) -> tuple[p
     if values.null_count() == 0 and values.n_unique() == frame.height:
         return frame, 0
     indexed = frame.with_row_index("_row")
-    suspects = indexed.filter(key.is_duplicated())
+    suspects = indexed.filter(values.is_duplicated())
     repeats = suspects.filter(~pl.struct(pl.exclude("_row")).is_first_distinct()).get_column("_row")
     if repeats.len() == 0:
         return frame, 0
@@ -165,9 +171,7 @@ def _clean(frame: pl.DataFrame, kind: str, path: Path, base: int, warnings: list
     if kind == "memory":
         # No duplicate removal: an alloc, free and alloc of one address within a µs are three real events.
         return frame.with_columns(_ns("ts", base).alias("start_ns")).drop("ts")
-    # Ranges: nested ops often start in the same µs, so the time alone repeats for most of them.
-    probe = ["correlation"] if kind in ("gpu", "api") else ["ts", "dur", "tid_key"] if kind == "range" else ["ts"]
-    frame, removed = _drop_exact_duplicates(frame, probe)
+    frame, removed = _drop_exact_duplicates(frame, _DUPLICATE_PROBES[kind])
     if removed:
         warnings.append(f"{path}: removed {removed} exact duplicate {what}")
     start = _ns("ts", base).alias("start_ns")
