@@ -13,6 +13,7 @@ from dashboard.layouts.shell import URL_STATE
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 from tests.support.dash_requests import HOST, by_id, components, dash_layout
+from tests.support.triton_demo import requires_triton_demo
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +32,7 @@ def _links(tree: Any) -> list[str]:
     return [c["props"]["href"] for c in components(findings) if "finding-link" in c["props"].get("className", "")]
 
 
+@requires_triton_demo
 def test_without_a_kernel_run_insights_opens_the_newest_run_with_findings(
         no_kernel_runs: tuple[Any, dict[str, str], RunStore]) -> None:
     client, ids, store = no_kernel_runs
@@ -52,6 +54,7 @@ def test_planner_run_lists_sharing_findings_linking_to_the_buffer(
     assert "GPU time: the run has no kernels or copies" in texts
 
 
+@requires_triton_demo
 def test_links_open_the_views_with_the_state_they_name(no_kernel_runs: tuple[Any, dict[str, str], RunStore]) -> None:
     client, ids, store = no_kernel_runs
     growth = next(f for f in run_insights(store.open(ids["demo-compiler"])).findings

@@ -14,6 +14,7 @@ from dashboard.analysis.insights import run_insights
 from dashboard.cli import cli
 from dashboard.demo import seed_demo
 from dashboard.store import RunStore
+from tests.support.triton_demo import requires_triton_demo
 
 GPU_TIME_KEYS = {"rank", "span_ns", "idle_ns", "compute_ns", "communication_ns", "memory_ns"}
 FINDING_KEYS = {"title", "severity", "evidence", "url"}
@@ -54,6 +55,7 @@ def test_report_json_of_every_demo_run(demo_store: RunStore) -> None:
         assert bool(report["gpu_time"]) == has_kernels
 
 
+@requires_triton_demo
 def test_report_json_of_a_compiler_run_names_the_pass_that_grew_the_ir(demo_store: RunStore) -> None:
     run_id = next(info.id for info in demo_store.list_runs() if info.evidence == ["compiler"])
     result = CliRunner().invoke(cli, ["report", run_id, "--json", "--data", str(demo_store.data_dir)])

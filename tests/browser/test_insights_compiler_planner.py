@@ -9,6 +9,7 @@ from playwright.sync_api import Page, expect
 
 from dashboard.analysis.insights import run_insights
 from dashboard.store import RunStore
+from tests.support.triton_demo import requires_triton_demo
 
 
 def _follow(page: Page, server, run_id: str, key_prefix: str):
@@ -22,6 +23,7 @@ def _follow(page: Page, server, run_id: str, key_prefix: str):
     return finding
 
 
+@requires_triton_demo
 def test_ir_growth_finding_opens_the_compiler_on_its_step(page: Page, server, console_errors) -> None:
     run_id = next(info.id for info in RunStore(server.data_dir).list_runs() if info.name == "demo-compiler")
     finding = _follow(page, server, run_id, "compiler:growth:")

@@ -6,7 +6,6 @@ Triton is not installed (.ci/run installs it).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -17,10 +16,9 @@ import polars as pl
 import pytest
 
 from dashboard.collectors import registry
+from tests.support.triton_demo import requires_triton
 
-# find_spec, not importorskip: importing Triton here would only print nanobind leak reports at exit;
-# it runs in the child processes.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
+pytestmark = requires_triton
 
 SCRIPT = '''
 import triton, triton.language as tl
