@@ -1,29 +1,37 @@
-"""How polars' allocator gives freed memory back during an ingest, by input size.
+"""How polars' allocator keeps and gives back freed memory during an ingest, by input size.
 
 polars allocates with jemalloc, set up by polars to keep freed pages for
 0.5 s (dirty) and another 1 s (muzzy, given back lazily: still resident until
 the kernel wants them) to reuse them. An ingest builds a few short-lived copies
 of every table (normalised, nested, linked), so kept pages, not live tables,
-make much of its peak resident memory. Measured for issue 19 on the benchmark
-traces (two cores):
+make much of its peak resident memory; but every page given back is a page
+fault (zeroing, ~3 µs here) when the next buffer takes it again, and an ingest
+of a 262 MB trace allocates ~2 GB over its life. Measured for issue 19 on the
+benchmark traces (two cores, interleaved runs):
 
-* small inputs (< PROMPT_RELEASE_BELOW_BYTES): the fixed part (interpreter,
-  libraries, ~100 MB of pages kept for reuse) dominates. Keeping freed pages
-  for even 5 ms peaked at 1.6x a 262 MB trace (200 ms: 1.7x; polars' default
-  1.9x); returning them at once (PROMPT_RELEASE) 1.36x, at a price in CPU
-  (page faults on fresh buffers: ~0.6 s of a ~2.6 s ingest). Prompt release
-  is asked for.
-* big inputs: pages are kept for 0.2 s and then returned at once
-  (LARGE_INPUT: no lazy "muzzy" stage, whose pages still count as resident).
-  The peak then grows by ~1.04x the input over a fixed ~180 MB: 503 MB peaked
-  at 1.43x the file in 3.5 s against 1.15x in 4.9 s with prompt release; 882 MB
-  at 1.1-1.24x (polars' default: 1.49x). Below ~500 MB the fixed part lifts it
-  over 1.5x.
+* all sizes: one arena (`narenas:1`) rather than jemalloc's 4 per CPU. Freed
+  pages of one polars thread then serve the next buffer of any thread; with
+  one arena per thread each kept its own (262 MB: peak 1.55-1.64x, 1.3x with one).
+* small inputs (< LARGE_INPUT_BYTES): no background thread, freed pages kept
+  50 ms (SMALL_INPUT). Without the background thread jemalloc purges as the
+  program allocates (every ~1,000 allocations), so pages are reused at once
+  and given back soon after. 262 MB: 2.3-2.4 s at 1.28-1.37x against 2.9-3.0 s
+  at 1.24-1.36x when every page went back at once (PROMPT_RELEASE: twice the
+  page faults, 500 k against 230 k); the background thread, which wakes at
+  most every 100 ms, peaked at 1.56x. Below ~100 MB the fixed part
+  (interpreter, libraries: ~150 MB) dominates whatever the setting (97 MB: 2.0x).
+* big inputs: the background thread gives pages back 0.2 s after they were
+  freed (LARGE_INPUT): 882 MB in 6.2 s at 1.03-1.05x against 6.9 s at 1.0x
+  with SMALL_INPUT (twice the page faults: at this size the allocation-driven
+  purges come more often than the thread's); 503 MB 3.5 s at 1.19x against
+  3.9 s at 1.09x.
 
-The server keeps polars' default. jemalloc reads its settings from the
-environment once, when polars loads: `prefer_prompt_release` must run before the
-first `import polars` of the process, and decode workers inherit the setting.
-A setting the user made (`_RJEM_MALLOC_CONF`) is kept. (polars itself writes
+The server keeps polars' default; an upload parsed under a memory budget
+(`ingest_budget`) gives pages back at once (PROMPT_RELEASE), memory first.
+jemalloc reads its settings from the environment once, when polars loads:
+`choose_for_ingest` must run before the first `import polars` of the process,
+and decode workers inherit the setting. A setting the user made
+(`_RJEM_MALLOC_CONF`) is kept. (polars itself writes
 `dirty_decay_ms:500,muzzy_decay_ms:1000` and appends the variable's value, and
 jemalloc takes the last value of an option.)
 """
@@ -36,11 +44,12 @@ from collections.abc import Collection, Sequence
 
 # polars' jemalloc has its symbols prefixed `_rjem_`, and so is its environment variable.
 ALLOCATOR_ENV = "_RJEM_MALLOC_CONF"
-# Purging happens in jemalloc's background thread, off the path of the work.
+# Every freed page back at once: the lowest peak, at the price of a page fault per reuse.
 PROMPT_RELEASE = "background_thread:true,dirty_decay_ms:0,muzzy_decay_ms:0"
-# Where keeping freed pages for a while no longer lifts the peak over 1.5x the input (1.43x at 503 MB).
-PROMPT_RELEASE_BELOW_BYTES = 500 * 1000 * 1000
-LARGE_INPUT = "background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0"
+SMALL_INPUT = "background_thread:false,dirty_decay_ms:50,muzzy_decay_ms:0,narenas:1"
+LARGE_INPUT = "background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0,narenas:1"
+# From here the background thread's purging keeps the peak well under 1.5x the input (1.19x at 503 MB).
+LARGE_INPUT_BYTES = 500 * 1000 * 1000
 
 
 def input_bytes(arguments: Sequence[str], value_options: Collection[str] = ()) -> int:
@@ -72,13 +81,11 @@ def input_bytes(arguments: Sequence[str], value_options: Collection[str] = ()) -
     return total
 
 
-def prefer_prompt_release(input_size: int | None = None) -> bool:
-    """Ask for prompt release when polars is not loaded yet and the input is small (or unknown), for
-    LARGE_INPUT when it is big; whether prompt release was asked."""
-    if "polars" in sys.modules:
-        return False
-    if input_size is not None and input_size >= PROMPT_RELEASE_BELOW_BYTES:
-        os.environ.setdefault(ALLOCATOR_ENV, LARGE_INPUT)
-        return False
-    os.environ.setdefault(ALLOCATOR_ENV, PROMPT_RELEASE)
-    return True
+def choose_for_ingest(input_size: int | None = None) -> str | None:
+    """Set the allocator for an ingest of `input_size` bytes (unknown: a small one) when polars is not
+    loaded yet and the user set none; the setting asked for, or None."""
+    if "polars" in sys.modules or ALLOCATOR_ENV in os.environ:
+        return None
+    setting = LARGE_INPUT if input_size is not None and input_size >= LARGE_INPUT_BYTES else SMALL_INPUT
+    os.environ[ALLOCATOR_ENV] = setting
+    return setting

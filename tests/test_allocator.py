@@ -1,5 +1,5 @@
-"""`dashboard ingest` asks polars' allocator to give freed memory back at once (small inputs) or after 0.2 s
-(big ones); serving keeps the default."""
+"""`dashboard ingest` sets polars' allocator by input size (one arena; freed pages purged as the ingest
+allocates for small inputs, by the background thread after 0.2 s for big ones); serving keeps the default."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from dashboard.allocator import ALLOCATOR_ENV, LARGE_INPUT, PROMPT_RELEASE, PROMPT_RELEASE_BELOW_BYTES, input_bytes
+from dashboard.allocator import ALLOCATOR_ENV, LARGE_INPUT, LARGE_INPUT_BYTES, SMALL_INPUT, input_bytes
 from dashboard.cli import INGEST_VALUE_OPTIONS, cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,27 +30,27 @@ def _setting(*argv: str, env: dict[str, str] | None = None) -> str:
     return done.stdout.strip()
 
 
-def test_ingest_sets_prompt_release_before_polars_loads_and_serving_does_not() -> None:
+def test_ingest_sets_the_allocator_before_polars_loads_and_serving_does_not() -> None:
     # polars writes its own defaults first and appends what it finds (jemalloc: the last setting wins).
-    assert _setting("ingest", "trace.json").endswith(PROMPT_RELEASE)
-    assert _setting("--data", "d", "ingest", "trace.json").endswith(PROMPT_RELEASE)
-    assert PROMPT_RELEASE not in _setting("--port", "8050")
+    assert _setting("ingest", "trace.json").endswith(SMALL_INPUT)
+    assert _setting("--data", "d", "ingest", "trace.json").endswith(SMALL_INPUT)
+    assert SMALL_INPUT not in _setting("--port", "8050")
     users = _setting("ingest", "x", env={ALLOCATOR_ENV: "dirty_decay_ms:700"})
-    assert users.endswith("dirty_decay_ms:700") and PROMPT_RELEASE not in users  # the user's setting is kept
+    assert users.endswith("dirty_decay_ms:700") and SMALL_INPUT not in users  # the user's setting is kept
 
 
-def test_big_inputs_keep_freed_pages_briefly(tmp_path: Path) -> None:
+def test_big_inputs_leave_purging_to_the_background_thread(tmp_path: Path) -> None:
     big = tmp_path / "big.json"
     with open(big, "wb") as handle:  # sparse: the size without the disk space
-        handle.truncate(PROMPT_RELEASE_BELOW_BYTES)
+        handle.truncate(LARGE_INPUT_BYTES)
     small = tmp_path / "ranks"
     small.mkdir()
     (small / "rank-0.json").write_bytes(b"{}" * 100)
-    assert input_bytes([str(big), "--data", "nowhere"]) == PROMPT_RELEASE_BELOW_BYTES
+    assert input_bytes([str(big), "--data", "nowhere"]) == LARGE_INPUT_BYTES
     assert input_bytes([str(small)]) == 200
-    assert PROMPT_RELEASE not in _setting("ingest", str(big))
+    assert SMALL_INPUT not in _setting("ingest", str(big))
     assert _setting("ingest", str(big)).endswith(LARGE_INPUT)
-    assert _setting("ingest", str(small)).endswith(PROMPT_RELEASE)
+    assert _setting("ingest", str(small)).endswith(SMALL_INPUT)
 
 
 def test_the_data_folder_and_option_values_are_not_inputs(tmp_path: Path) -> None:
@@ -58,18 +58,18 @@ def test_the_data_folder_and_option_values_are_not_inputs(tmp_path: Path) -> Non
     data = tmp_path / "data"
     (data / "runs" / "old").mkdir(parents=True)
     with open(data / "runs" / "old" / "trace.json", "wb") as handle:
-        handle.truncate(PROMPT_RELEASE_BELOW_BYTES)
+        handle.truncate(LARGE_INPUT_BYTES)
     trace = tmp_path / "trace.json"
     trace.write_bytes(b"{}" * 50)
     name = tmp_path / "named"  # a --name that happens to be a file's name
     with open(name, "wb") as handle:  # sparse: the size without the disk space
-        handle.truncate(PROMPT_RELEASE_BELOW_BYTES)
+        handle.truncate(LARGE_INPUT_BYTES)
     assert input_bytes([str(trace), "--data", str(data), "--name", str(name)], INGEST_VALUE_OPTIONS) == 100
     assert input_bytes([f"--data={data}", str(trace)], INGEST_VALUE_OPTIONS) == 100
     assert input_bytes(["--debug", str(trace)], INGEST_VALUE_OPTIONS) == 100  # a flag takes no value
     assert input_bytes(["--", str(trace)], INGEST_VALUE_OPTIONS) == 100
-    assert _setting("ingest", str(trace), "--data", str(data)).endswith(PROMPT_RELEASE)
-    assert _setting("ingest", "--data", str(data), str(trace)).endswith(PROMPT_RELEASE)
+    assert _setting("ingest", str(trace), "--data", str(data)).endswith(SMALL_INPUT)
+    assert _setting("ingest", "--data", str(data), str(trace)).endswith(SMALL_INPUT)
 
 
 def test_the_value_options_are_the_ingest_commands() -> None:

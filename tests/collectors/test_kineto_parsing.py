@@ -335,3 +335,33 @@ def test_copy_direction_and_memory_kinds_come_from_the_name(tmp_path: Path) -> N
         ("HtoD", "Pageable", "Device"), ("DtoH", "Device", "Pinned"), ("DtoD", "Device", "Device"),
         ("PtoP", "Device", "Device"), ("HtoH", "Pinned", "Pinned"), (None, None, None),
     ]
+
+
+def test_gpu_events_of_several_streams_come_out_in_time_order_with_their_own_attributes(tmp_path: Path) -> None:
+    # Two streams written stream by stream (as Kineto does), copies among the kernels: each table is sorted by
+    # start, and every row keeps its own correlation, op and sizes through the reordering.
+    ops, events = [], []
+    for index, (stream, kernel_ts) in enumerate([(7, 1100), (7, 1300), (7, 1500), (9, 1000), (9, 1200), (9, 1400)]):
+        ts = 100 + 100 * index
+        ops.append(x("cpu_op", f"aten::op{index}", ts, 50, **{"External id": index + 1}))
+        events += launch(ts + 5, 500 + index, kernel_ts, 20, ext=index + 1, name=f"kernel{index}", stream=stream)
+    copies = [
+        x("cuda_runtime", "cudaMemcpyAsync", 705, 2, **{"External id": 7, "correlation": 600}),
+        x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 1350, 10, pid=0, tid=9,
+          **{"External id": 7, "correlation": 600, "bytes": 4096}),
+        x("cuda_runtime", "cudaMemsetAsync", 805, 2, **{"External id": 8, "correlation": 601}),
+        x("gpu_memset", "Memset (Device)", 1050, 5, pid=0, tid=7,
+          **{"External id": 8, "correlation": 601, "bytes": 512}),
+    ]
+    ops += [x("cpu_op", "aten::copy_", 700, 50, **{"External id": 7}), x("cpu_op", "aten::zero_", 800, 50,
+                                                                             **{"External id": 8})]
+    tables = collect(write(tmp_path / "t.json", ops + events + copies)).tables
+    kernels, copies_table = tables["kernels"], tables["memcpy"]
+    assert kernels["start_ns"].is_sorted() and copies_table["start_ns"].is_sorted()
+    assert kernels["name"].to_list() == ["kernel3", "kernel0", "kernel4", "kernel1", "kernel5", "kernel2"]
+    for kernel in kernels.iter_rows(named=True):
+        index = int(kernel["name"].removeprefix("kernel"))
+        assert (kernel["correlation"], kernel["op"], kernel["stream"]) == (500 + index, f"aten::op{index}",
+                                                                          7 if index < 3 else 9)
+    assert copies_table.select("kind", "bytes", "correlation", "op", "stream").rows() == [
+        ("Memset", 512, 601, "aten::zero_", 7), ("HtoD", 4096, 600, "aten::copy_", 9)]

@@ -101,19 +101,27 @@ def link_gpu(gpu: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame) -> pl.D
     ).drop("ext_row", "ext_pid", "ext_tid", "ext_start", "ext_end", "api_op")
 
 
-def _in_time_order(linked: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame:
-    """The GPU events `keep` selects, sorted by start, in one gather of their columns.
+# Linked columns the tables do not read again (the joins are done).
+_LINK_ONLY = ("pid_key", "tid_key", "external_id")
+
+
+def in_time_order_by_kind(linked: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(kernels, copies and memsets) of the linked GPU events, each sorted by start, in one gather each.
 
     Tables are stored in time order (`run_writer.write_table` sorts what is not): GPU events of several
     streams arrive slightly out of order, and a filter here plus that sort were two copies of the largest
-    table, the second at the very end of the ingest.
+    table, the second at the very end of the ingest. Both gathers come first so that the caller can let
+    the linked events go before the tables are built (they were ~45 MB of the peak at 262 MB).
     """
-    picked = (
-        linked.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "start_ns", keep.alias("_keep"))
-        .filter(pl.col("_keep"))
+    order = (
+        linked.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "start_ns",
+                      (pl.col("category") == "kernel").alias("_kernel"))
         .sort("start_ns", maintain_order=True, nulls_last=True)
     )
-    return linked[picked.get_column("_at")]
+    kept = linked.drop(_LINK_ONLY, strict=False)
+    kernels = order.filter(pl.col("_kernel")).get_column("_at")
+    copies = order.filter(~pl.col("_kernel")).get_column("_at")
+    return kept.drop("category")[kernels], kept[copies]
 
 
 def _from_op(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
@@ -138,9 +146,9 @@ def _device_stream() -> list[pl.Expr]:
     return [pl.col("pid_num").alias("device"), pl.col("tid_num").alias("stream")]
 
 
-def kernels_table(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
-    """The canonical kernels table from linked GPU events."""
-    kernels = _from_op(_in_time_order(linked, pl.col("category") == "kernel"), ranges)
+def kernels_table(kernel_events: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+    """The canonical kernels table from linked kernel events in time order (`in_time_order_by_kind`)."""
+    kernels = _from_op(kernel_events, ranges)
     duration = (pl.col("end_ns") - pl.col("start_ns")).cast(pl.Float64)
     if ranges.height:
         owner_flops = ranges.get_column("own_flops").gather(kernels.get_column("flop_owner"))
@@ -158,9 +166,10 @@ def kernels_table(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def memcpy_table(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
-    """Copies and memsets; direction and memory kinds parsed from the name."""
-    copies = _from_op(_in_time_order(linked, pl.col("category") != "kernel"), ranges)
+def memcpy_table(copy_events: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+    """Copies and memsets (linked, in time order: `in_time_order_by_kind`); direction and memory kinds
+    parsed from the name."""
+    copies = _from_op(copy_events, ranges)
     if "bytes" not in copies.columns:  # no copy or memset in any file
         copies = copies.with_columns(pl.lit(None, pl.Int64).alias("bytes"))
     name = pl.col("name").cast(pl.String)
