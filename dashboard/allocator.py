@@ -16,18 +16,18 @@ benchmark traces (two cores, interleaved runs):
   50 ms (SMALL_INPUT). Without the background thread jemalloc purges as the
   program allocates (every ~1,000 allocations), so pages are reused at once
   and given back soon after. 262 MB: 2.3-2.4 s at 1.28-1.37x against 2.9-3.0 s
-  at 1.24-1.36x when every page went back at once (PROMPT_RELEASE: twice the
-  page faults, 500 k against 230 k); the background thread, which wakes at
-  most every 100 ms, peaked at 1.56x. Below ~100 MB the fixed part
+  at 1.24-1.36x when every page went back at once (`dirty_decay_ms:0`: twice
+  the page faults, 500 k against 230 k); leaving the purges to the background
+  thread, which purges at most every 100 ms, peaked at 1.56x. Below ~100 MB the fixed part
   (interpreter, libraries: ~150 MB) dominates whatever the setting (97 MB: 2.0x).
 * big inputs: the background thread gives pages back 0.2 s after they were
   freed (LARGE_INPUT): 882 MB in 6.2 s at 1.03-1.05x against 6.9 s at 1.0x
-  with SMALL_INPUT (twice the page faults: at this size the allocation-driven
+  with SMALL_INPUT (1.8x the page faults: at this size the allocation-driven
   purges come more often than the thread's); 503 MB 3.5 s at 1.19x against
   3.9 s at 1.09x.
 
-The server keeps polars' default; an upload parsed under a memory budget
-(`ingest_budget`) gives pages back at once (PROMPT_RELEASE), memory first.
+The server keeps polars' default; an upload, parsed in a child process
+(`ingest_budget`), gets the setting the command line would choose.
 jemalloc reads its settings from the environment once, when polars loads:
 `choose_for_ingest` must run before the first `import polars` of the process,
 and decode workers inherit the setting. A setting the user made
@@ -44,8 +44,6 @@ from collections.abc import Collection, Sequence
 
 # polars' jemalloc has its symbols prefixed `_rjem_`, and so is its environment variable.
 ALLOCATOR_ENV = "_RJEM_MALLOC_CONF"
-# Every freed page back at once: the lowest peak, at the price of a page fault per reuse.
-PROMPT_RELEASE = "background_thread:true,dirty_decay_ms:0,muzzy_decay_ms:0"
 SMALL_INPUT = "background_thread:false,dirty_decay_ms:50,muzzy_decay_ms:0,narenas:1"
 LARGE_INPUT = "background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0,narenas:1"
 # From here the background thread's purging keeps the peak well under 1.5x the input (1.19x at 503 MB).
@@ -81,11 +79,15 @@ def input_bytes(arguments: Sequence[str], value_options: Collection[str] = ()) -
     return total
 
 
+def setting_for(input_size: int | None) -> str:
+    """The setting for an ingest of `input_size` bytes (unknown: a small one)."""
+    return LARGE_INPUT if input_size is not None and input_size >= LARGE_INPUT_BYTES else SMALL_INPUT
+
+
 def choose_for_ingest(input_size: int | None = None) -> str | None:
-    """Set the allocator for an ingest of `input_size` bytes (unknown: a small one) when polars is not
-    loaded yet and the user set none; the setting asked for, or None."""
+    """Set the allocator for an ingest of `input_size` bytes when polars is not loaded yet and the user
+    set none; the setting asked for, or None."""
     if "polars" in sys.modules or ALLOCATOR_ENV in os.environ:
         return None
-    setting = LARGE_INPUT if input_size is not None and input_size >= LARGE_INPUT_BYTES else SMALL_INPUT
-    os.environ[ALLOCATOR_ENV] = setting
-    return setting
+    os.environ[ALLOCATOR_ENV] = setting_for(input_size)
+    return os.environ[ALLOCATOR_ENV]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dashboard.allocator import ALLOCATOR_ENV, PROMPT_RELEASE
+from dashboard.allocator import ALLOCATOR_ENV, input_bytes, setting_for
 from dashboard.collectors.base import IngestError
 from dashboard.store import RunStore
 
@@ -148,13 +148,13 @@ def tree_resident_mb(pid: int) -> float | None:
     return total
 
 
-def _child_env() -> dict[str, str]:
+def _child_env(paths: Sequence[Path]) -> dict[str, str]:
     # The child imports `dashboard` from where this process did, whatever its working directory.
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    # Parsing under a memory budget: freed pages go back at once rather than count against it.
-    env.setdefault(ALLOCATOR_ENV, PROMPT_RELEASE)
+    # As the command line sets it for the same inputs (an ingest it runs under a budget already did).
+    env.setdefault(ALLOCATOR_ENV, setting_for(input_bytes([str(path.absolute()) for path in paths])))
     return env
 
 
@@ -182,7 +182,7 @@ def run_in_child(data_dir: Path, paths: Sequence[Path], name: str | None, budget
     spec = {"data_dir": str(data_dir), "paths": [str(p) for p in paths], "name": name, "debug": debug,
             "job": job, "parent_pid": os.getpid(), "backstop_seconds": _backstop(budget)}
     process = subprocess.Popen([sys.executable, "-m", "dashboard.ingest_child"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, env=_child_env(), start_new_session=True)
+                               stdout=subprocess.PIPE, env=_child_env(paths), start_new_session=True)
     assert process.stdin is not None and process.stdout is not None
     try:
         if started is not None:

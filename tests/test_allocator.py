@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 
 from dashboard.allocator import ALLOCATOR_ENV, LARGE_INPUT, LARGE_INPUT_BYTES, SMALL_INPUT, input_bytes
 from dashboard.cli import INGEST_VALUE_OPTIONS, cli
@@ -89,3 +90,19 @@ def test_a_kineto_ingest_loads_neither_pyarrow_nor_the_sqlite_driver(tmp_path: P
     imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "dashboard.collectors.kineto.decode" in imported
     assert not {"pyarrow", "adbc_driver_manager", "adbc_driver_sqlite"} & imported
+
+
+def test_an_upload_child_gets_the_setting_the_command_line_would_choose(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from dashboard.ingest_budget import _child_env
+
+    big = tmp_path / "big.json"
+    with open(big, "wb") as handle:  # sparse: the size without the disk space
+        handle.truncate(LARGE_INPUT_BYTES)
+    small = tmp_path / "small.json"
+    small.write_bytes(b"{}")
+    monkeypatch.delenv(ALLOCATOR_ENV, raising=False)
+    assert _child_env([big])[ALLOCATOR_ENV] == LARGE_INPUT
+    assert _child_env([small])[ALLOCATOR_ENV] == SMALL_INPUT
+    monkeypatch.setenv(ALLOCATOR_ENV, "dirty_decay_ms:700")  # the command line's own (or the user's) is kept
+    assert _child_env([big])[ALLOCATOR_ENV] == "dirty_decay_ms:700"
