@@ -18,8 +18,9 @@ benchmark traces (two cores, interleaved runs):
   and given back soon after. 262 MB: 2.3-2.4 s at 1.28-1.37x against 2.9-3.0 s
   at 1.24-1.36x when every page went back at once (`dirty_decay_ms:0`: twice
   the page faults, 500 k against 230 k); leaving the purges to the background
-  thread, which purges at most every 100 ms, peaked at 1.56x. Below ~100 MB the fixed part
-  (interpreter, libraries: ~150 MB) dominates whatever the setting (97 MB: 2.0x).
+  thread, which purges at most every 100 ms, peaked at 1.56x. Below ~100 MB
+  the fixed part (interpreter, libraries: ~150 MB) dominates whatever the
+  setting (97 MB: 2.0x).
 * big inputs: the background thread gives pages back 0.2 s after they were
   freed (LARGE_INPUT): 882 MB in 6.2 s at 1.03-1.05x against 6.9 s at 1.0x
   with SMALL_INPUT (1.8x the page faults: at this size the allocation-driven
