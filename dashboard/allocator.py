@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 # polars' jemalloc has its symbols prefixed `_rjem_`, and so is its environment variable.
 ALLOCATOR_ENV = "_RJEM_MALLOC_CONF"
@@ -51,14 +51,11 @@ LARGE_INPUT = "background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0,narena
 LARGE_INPUT_BYTES = 500 * 1000 * 1000
 
 
-def input_bytes(arguments: Sequence[str], value_options: Collection[str] = ()) -> int:
-    """Bytes on disk of the arguments that name input files or folders.
-
-    Options are not inputs, nor are the values of `value_options` (`--data DIR` names the data folder,
-    whose runs must not count: a folder of earlier runs made every ingest look big); missing paths
-    count 0.
-    """
-    total, skip_value, options_ended = 0, False, False
+def ingest_inputs(arguments: Sequence[str], value_options: Collection[str] = ()) -> list[str]:
+    """The ingest command's arguments that name inputs: not options, nor the values of `value_options`
+    (`--data DIR` names the data folder, whose runs must not count: a folder of earlier runs made every
+    ingest look big)."""
+    inputs, skip_value, options_ended = [], False, False
     for argument in arguments:
         if skip_value:
             skip_value = False
@@ -69,11 +66,19 @@ def input_bytes(arguments: Sequence[str], value_options: Collection[str] = ()) -
         if not options_ended and argument.startswith("-"):
             skip_value = argument in value_options  # `--data=DIR` carries its value in the same word
             continue
+        inputs.append(argument)
+    return inputs
+
+
+def input_bytes(paths: Iterable[str | os.PathLike[str]]) -> int:
+    """Bytes on disk of the files and folders among `paths`; missing paths count 0."""
+    total = 0
+    for path in paths:
         try:
-            if os.path.isfile(argument):
-                total += os.path.getsize(argument)
-            elif os.path.isdir(argument):
-                for folder, _, files in os.walk(argument):
+            if os.path.isfile(path):
+                total += os.path.getsize(path)
+            elif os.path.isdir(path):
+                for folder, _, files in os.walk(path):
                     total += sum(os.path.getsize(os.path.join(folder, name)) for name in files)
         except OSError:
             continue

@@ -17,12 +17,12 @@ from typing import Any
 
 import click
 
-from dashboard.allocator import choose_for_ingest, input_bytes
+from dashboard.allocator import choose_for_ingest, ingest_inputs, input_bytes
 
 # The ingest options that take a value (their values are not inputs); a test checks them against the command.
 INGEST_VALUE_OPTIONS = ("--data", "--name", "--max-seconds", "--max-memory-mb", "--cluster", "--workers")
 if "ingest" in sys.argv[1:]:  # before anything loads polars (see dashboard.allocator); not for serving
-    choose_for_ingest(input_bytes(sys.argv[sys.argv.index("ingest") + 1:], INGEST_VALUE_OPTIONS))
+    choose_for_ingest(input_bytes(ingest_inputs(sys.argv[sys.argv.index("ingest") + 1:], INGEST_VALUE_OPTIONS)))
 
 from dashboard.settings import DEFAULT_HOST, DEFAULT_MAX_UPLOAD_MB, DEFAULT_PORT, Settings  # noqa: E402 (after the allocator)
 

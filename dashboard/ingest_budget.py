@@ -154,7 +154,7 @@ def _child_env(paths: Sequence[Path]) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     # As the command line sets it for the same inputs (an ingest it runs under a budget already did).
-    env.setdefault(ALLOCATOR_ENV, setting_for(input_bytes([str(path.absolute()) for path in paths])))
+    env.setdefault(ALLOCATOR_ENV, setting_for(input_bytes(paths)))
     return env
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pytest
 
-from dashboard.allocator import ALLOCATOR_ENV, LARGE_INPUT, LARGE_INPUT_BYTES, SMALL_INPUT, input_bytes
+from dashboard.allocator import ALLOCATOR_ENV, LARGE_INPUT, LARGE_INPUT_BYTES, SMALL_INPUT, ingest_inputs, input_bytes
 from dashboard.cli import INGEST_VALUE_OPTIONS, cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,7 +47,7 @@ def test_big_inputs_leave_purging_to_the_background_thread(tmp_path: Path) -> No
     small = tmp_path / "ranks"
     small.mkdir()
     (small / "rank-0.json").write_bytes(b"{}" * 100)
-    assert input_bytes([str(big), "--data", "nowhere"]) == LARGE_INPUT_BYTES
+    assert input_bytes(ingest_inputs([str(big), "--data", "nowhere"])) == LARGE_INPUT_BYTES
     assert input_bytes([str(small)]) == 200
     assert SMALL_INPUT not in _setting("ingest", str(big))
     assert _setting("ingest", str(big)).endswith(LARGE_INPUT)
@@ -65,10 +65,11 @@ def test_the_data_folder_and_option_values_are_not_inputs(tmp_path: Path) -> Non
     name = tmp_path / "named"  # a --name that happens to be a file's name
     with open(name, "wb") as handle:  # sparse: the size without the disk space
         handle.truncate(LARGE_INPUT_BYTES)
-    assert input_bytes([str(trace), "--data", str(data), "--name", str(name)], INGEST_VALUE_OPTIONS) == 100
-    assert input_bytes([f"--data={data}", str(trace)], INGEST_VALUE_OPTIONS) == 100
-    assert input_bytes(["--debug", str(trace)], INGEST_VALUE_OPTIONS) == 100  # a flag takes no value
-    assert input_bytes(["--", str(trace)], INGEST_VALUE_OPTIONS) == 100
+    assert input_bytes(ingest_inputs([str(trace), "--data", str(data), "--name", str(name)],
+                                     INGEST_VALUE_OPTIONS)) == 100
+    assert input_bytes(ingest_inputs([f"--data={data}", str(trace)], INGEST_VALUE_OPTIONS)) == 100
+    assert input_bytes(ingest_inputs(["--debug", str(trace)], INGEST_VALUE_OPTIONS)) == 100  # a flag takes no value
+    assert input_bytes(ingest_inputs(["--", str(trace)], INGEST_VALUE_OPTIONS)) == 100
     assert _setting("ingest", str(trace), "--data", str(data)).endswith(SMALL_INPUT)
     assert _setting("ingest", "--data", str(data), str(trace)).endswith(SMALL_INPUT)
 
