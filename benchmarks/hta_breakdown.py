@@ -93,11 +93,12 @@ def hta_breakdown(python: Path, traces: list[Path], work: Path) -> dict:
 def our_breakdown(traces: list[Path], work: Path) -> dict:
     """Our shares per rank on HTA's events (breakdown.hta_scope), and the wall seconds of ingest + breakdown."""
     from dashboard.analysis.breakdown import breakdown_by_rank, hta_scope
+    from dashboard.ingest.pipeline import ingest_paths
     from dashboard.store import RunStore
 
     started = time.perf_counter()
     store = RunStore(work / "data")
-    run = store.open(store.ingest(traces, name="hta-check"))
+    run = store.open(ingest_paths(store, traces, name="hta-check"))
     intervals = hta_scope((run.frame("kernels"), run.frame("memcpy")), run.frame("api_calls"), run.frame("ranges"))
     frame = breakdown_by_rank(intervals)
     seconds = time.perf_counter() - started

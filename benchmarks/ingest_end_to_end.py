@@ -4,7 +4,7 @@
     python benchmarks/ingest_end_to_end.py --kernels 1000000 --repeat 2  # ~900 MB trace
 
 Generates (and caches) a Kineto trace (`gen_kineto_trace.py`), then, in one
-run: starts `python -m dashboard.cli ingest TRACE --data FRESH_FOLDER` as a
+run: starts `python -m dashboard.app ingest TRACE --data FRESH_FOLDER` as a
 child and measures the wall time from its start to its exit and the peak
 resident memory of its largest process, exactly (the command or one of its
 decode workers, from `wait4`'s resource usage: the %M of `/usr/bin/time`).
@@ -143,7 +143,7 @@ def ours(trace: Path, python: str, sample_every_s: float | None = None) -> dict:
     env = dict(os.environ, DASHBOARD_PROGRESS_QUIET_S="0", PYTHONPATH=path, PYTHONPYCACHEPREFIX=str(PYCACHE))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     try:
-        timed = timed_tree([python, "-m", "dashboard.cli", "ingest", str(trace), "--data", str(data)], env=env,
+        timed = timed_tree([python, "-m", "dashboard.app", "ingest", str(trace), "--data", str(data)], env=env,
                            sample_every_s=sample_every_s)
         if timed.status != 0:
             sys.exit(f"ingest failed (exit {timed.status}): {timed.lines[-3:]}")

@@ -4,7 +4,7 @@
     python benchmarks/load.py --users 5 --duration 10 --kernels 20000
 
 It generates a data folder with one kernel run, starts
-`gunicorn -w 4 dashboard.wsgi:server` on a free 127.0.0.1 port, and runs
+`gunicorn -w 4 dashboard.server.wsgi:server` on a free 127.0.0.1 port, and runs
 simulated users in threads, each repeating what a browser does when a
 person opens the Kernels page and picks a run: the page (GET /kernels?run=…),
 `_dash-layout`, `_dash-dependencies`, the page router callback that renders
@@ -156,7 +156,7 @@ def start_gunicorn(data_dir: Path, workers: int, threads: int, log_path: Path) -
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-w", str(workers), "--threads", str(threads),
-             "-b", f"{HOST}:{port}", "--timeout", "120", "dashboard.wsgi:server"],
+             "-b", f"{HOST}:{port}", "--timeout", "120", "dashboard.server.wsgi:server"],
             env=env, stdout=log, stderr=subprocess.STDOUT,
         )
     base = f"http://{HOST}:{port}"

@@ -9,7 +9,7 @@ calls with backtrace duplicates, NVTX push/pop and start/end ranges, one
 non-UTF-8 NVTX text), then in fresh processes: the collector alone
 (`COLLECTOR.collect`, timed after its imports, the ADBC driver's included:
 the first export read loads it) and the command line end to end
-(`python -m dashboard.cli ingest`, start to exit). Prints MB/s for both, the
+(`python -m dashboard.app ingest`, start to exit). Prints MB/s for both, the
 best of `--repeat` runs and the range.
 """
 
@@ -53,7 +53,7 @@ def collector_seconds(export: Path) -> tuple[float, dict[str, int]]:
 def cli_seconds(export: Path) -> float:
     with tempfile.TemporaryDirectory() as data:
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "dashboard.cli", "ingest", str(export), "--data", data],
+        subprocess.run([sys.executable, "-m", "dashboard.app", "ingest", str(export), "--data", data],
                        capture_output=True, text=True, env=_env(), check=True)
         return time.perf_counter() - started
 

@@ -47,8 +47,8 @@ from benchmarks.first_render import FLAGS, free_port, start_server  # noqa: E402
 from benchmarks.synthetic_kernel_run import CPU_THREAD, FLASH_FWD, GEMM_QKV, make_tables  # noqa: E402
 from dashboard.analysis.kernel_keys import kernel_key  # noqa: E402
 from dashboard.analysis.timeline import TimelineData, prepare_timeline, timeline_view  # noqa: E402
+from dashboard.collectors.gc_pause import gc_paused  # noqa: E402
 from dashboard.figures.timeline import timeline_figure_dict  # noqa: E402
-from dashboard.gc_pause import gc_paused  # noqa: E402
 from dashboard.store import Run, RunStore  # noqa: E402
 
 TARGET_MS = 100.0

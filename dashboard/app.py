@@ -1,47 +1,35 @@
-"""The Dash app: `create_app(settings)` builds it, `python -m dashboard.app` serves it."""
+"""The entry: `python -m dashboard.app` (and the `dashboard` console script) run the command line, whose
+default action serves the Dash app that `create_app(settings)` builds.
+
+Dash is imported inside `create_app` only: an ingest or an export never loads Dash, plotly or Flask
+(~0.5 s). The command line is handed `serve` by `main()` instead of importing this module, so the two
+never import each other.
+"""
 
 from __future__ import annotations
-
-import sys
-
-if __name__ == "__main__":
-    # `python -m dashboard.app …` runs the command line before Dash is imported: an ingest or an
-    # export never loads Dash or plotly (~0.5 s); serving imports this module again, Dash and all.
-    from dashboard.cli import main as _cli_main
-
-    _cli_main()
-    sys.exit(0)
 
 import gc
 import logging
 import os
 import re
 import traceback
+from functools import cache
 from pathlib import Path
-
-import dash
-from dash import set_props
-from flask import jsonify
+from typing import TYPE_CHECKING
 
 from dashboard import __version__
-from dashboard.auth import install_login
-from dashboard.exports.routes import install_run_downloads
-from dashboard.figures import theme  # noqa: F401  (registers the plotly template)
-from dashboard.layouts import server_state
-from dashboard.server_security import WebApp, install_security
+
+# First: the command line chooses polars' allocator for an ingest before anything loads polars.
+from dashboard.cli.main import main as run_command_line
 from dashboard.settings import Settings
+
+if TYPE_CHECKING:
+    import dash
+
+    from dashboard.server.security import WebApp
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 log = logging.getLogger("dashboard")
-
-
-def _show_callback_error(error: Exception) -> None:
-    """Any callback that fails shows its error in the banner; the app keeps serving."""
-    log.error("callback failed: %s", "".join(traceback.format_exception(error)))
-    set_props("error-banner", {"children": f"Something went wrong: {type(error).__name__}: {error}",
-                               "is_open": True})
-
-
 # @babel/polyfill (core-js 2 + regenerator), which Dash puts first on every page for browsers without
 # ES2015, costs ~115 ms of start-up on every load and slows what runs after it. The one part current
 # browsers lack, the global `regeneratorRuntime` that dash-renderer, dcc and dash-bootstrap-components
@@ -50,16 +38,33 @@ def _show_callback_error(error: Exception) -> None:
 _POLYFILL_SCRIPT = re.compile(r'<script src="[^"]*/polyfill@[^"]*"></script>\s*')
 
 
-class _Dash(dash.Dash):
-    def interpolate_index(self, **kwargs: str) -> str:
-        kwargs["scripts"] = _POLYFILL_SCRIPT.sub("", kwargs["scripts"])
-        return super().interpolate_index(**kwargs)
+def _show_callback_error(error: Exception) -> None:
+    """Any callback that fails shows its error in the banner; the app keeps serving."""
+    from dash import set_props
+
+    log.error("callback failed: %s", "".join(traceback.format_exception(error)))
+    set_props("error-banner", {"children": f"Something went wrong: {type(error).__name__}: {error}",
+                               "is_open": True})
+
+
+@cache
+def _dash_class() -> type[dash.Dash]:
+    import dash
+
+    class DashWithoutPolyfill(dash.Dash):
+        def interpolate_index(self, **kwargs: str) -> str:
+            kwargs["scripts"] = _POLYFILL_SCRIPT.sub("", kwargs["scripts"])
+            return super().interpolate_index(**kwargs)
+
+    return DashWithoutPolyfill
 
 
 def web_app(app: dash.Dash) -> WebApp:
-    """Dash's side of server_security's guards (the one place that reaches into Dash's internals)."""
+    """Dash's side of server.security's guards (the one place that reaches into Dash's internals)."""
     from dash import _callback as dash_callback
     from dash.exceptions import CallbackException, DependencyException, InvalidCallbackReturnValue, PreventUpdate
+
+    from dashboard.server.security import WebApp
 
     return WebApp(
         server=app.server,
@@ -75,6 +80,14 @@ def web_app(app: dash.Dash) -> WebApp:
 
 def create_app(settings: Settings | None = None) -> dash.Dash:
     """Build the app for one data folder; seeds the demo into an empty folder if asked."""
+    from flask import jsonify
+
+    from dashboard.exports.routes import install_run_downloads
+    from dashboard.figures import theme  # noqa: F401  (registers the plotly template)
+    from dashboard.layouts import server_state
+    from dashboard.server.auth import install_login
+    from dashboard.server.security import install_security
+
     settings = settings or Settings.from_env()
     store = server_state.configure(settings)
     store.runs_dir.mkdir(parents=True, exist_ok=True)
@@ -84,8 +97,8 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
 
         seed_demo_if_empty(store)
 
-    app = _Dash(
-        __name__,
+    app = _dash_class()(
+        "dashboard.app",  # also when this file runs as __main__: Flask and the page registry key on it
         use_pages=True,
         pages_folder=str(PACKAGE_DIR / "pages"),
         assets_folder=str(PACKAGE_DIR / "assets"),
@@ -123,3 +136,24 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     # the collector's reach, it is not rescanned by every collection during a request.
     gc.freeze()
     return app
+
+
+def serve(settings: Settings) -> None:
+    """Build the app and serve it on the settings' host and port until stopped (the development server)."""
+    import click
+
+    from dashboard.server.security import QuietRequestHandler  # no versions in `Server:`
+
+    app = create_app(settings)
+    click.echo(f"dashboard: serving {settings.data_dir.resolve()} at http://{settings.host}:{settings.port}/",
+               err=True)
+    app.run(host=settings.host, port=settings.port, debug=settings.debug, request_handler=QuietRequestHandler)
+
+
+def main() -> None:
+    """`python -m dashboard.app …` and the `dashboard` console script."""
+    run_command_line(serve=serve)
+
+
+if __name__ == "__main__":
+    main()

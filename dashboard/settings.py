@@ -34,10 +34,10 @@ class Settings:
     # Ingest the bundled demo into an empty data folder on start.
     seed_demo: bool = True
     # Login (HTTP basic auth) is on when either names users: a file of `user:<werkzeug hash>`
-    # lines, and/or DASHBOARD_USERS="alice:<hash>,bob:<hash>" (see dashboard/auth.py).
+    # lines, and/or DASHBOARD_USERS="alice:<hash>,bob:<hash>" (see dashboard/server/auth.py).
     users_file: Path | None = None
     users: str = ""
-    # Ingest budget of an upload (see dashboard/ingest_budget.py): a fixed limit when set
+    # Ingest budget of an upload (see dashboard/ingest/budget.py): a fixed limit when set
     # (DASHBOARD_INGEST_MAX_SECONDS / DASHBOARD_INGEST_MAX_MEMORY_MB, the same variables the
     # CLI's `ingest --max-seconds / --max-memory-mb` read; 0 = no limit), else base + per MB.
     ingest_max_seconds: float | None = None

@@ -11,14 +11,21 @@ from pathlib import Path
 import click
 import pytest
 
-from dashboard.allocator import ALLOCATOR_ENV, LARGE_INPUT, LARGE_INPUT_BYTES, SMALL_INPUT, ingest_inputs, input_bytes
-from dashboard.cli import INGEST_VALUE_OPTIONS, cli
+from dashboard.cli.main import INGEST_VALUE_OPTIONS, cli
+from dashboard.ingest.allocator import (
+    ALLOCATOR_ENV,
+    LARGE_INPUT,
+    LARGE_INPUT_BYTES,
+    SMALL_INPUT,
+    ingest_inputs,
+    input_bytes,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = """
 import os, sys
 sys.argv = ["dashboard", *sys.argv[1:]]
-import dashboard.cli
+import dashboard.app
 print(os.environ.get({env!r}, "unset"))
 """
 
@@ -85,7 +92,7 @@ def test_a_kineto_ingest_loads_neither_pyarrow_nor_the_sqlite_driver(tmp_path: P
     from benchmarks.gen_kineto_trace import write_trace
 
     trace = write_trace(tmp_path / "trace.json", 300)
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "dashboard.cli", "ingest", str(trace),
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "dashboard.app", "ingest", str(trace),
                            "--data", str(tmp_path / "data")], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120, check=True)
     imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
@@ -95,7 +102,7 @@ def test_a_kineto_ingest_loads_neither_pyarrow_nor_the_sqlite_driver(tmp_path: P
 
 def test_an_upload_child_gets_the_setting_the_command_line_would_choose(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from dashboard.ingest_budget import _child_env
+    from dashboard.ingest.budget import _child_env
 
     big = tmp_path / "big.json"
     with open(big, "wb") as handle:  # sparse: the size without the disk space

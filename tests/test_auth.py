@@ -12,10 +12,10 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-import dashboard.auth as auth
-from dashboard.app import create_app
-from dashboard.auth import UsersError, UserTable, make_user_line, parse_users
-from dashboard.cli import cli
+import dashboard.server.auth as auth
+from dashboard.app import create_app, serve
+from dashboard.cli.main import cli
+from dashboard.server.auth import UsersError, UserTable, make_user_line, parse_users
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 
@@ -162,7 +162,9 @@ def test_a_bad_or_empty_users_file_stops_the_server(tmp_path: Path) -> None:
         UserTable(users)
     with pytest.raises(UsersError, match="cannot read users file"):
         UserTable(tmp_path / "missing.txt")
-    result = CliRunner().invoke(cli, ["--data", str(tmp_path / "data"), "--no-demo", "--users-file", str(users)])
+    # What `python -m dashboard.app --users-file …` runs: the command line serving through the app's `serve`.
+    result = CliRunner().invoke(cli, ["--data", str(tmp_path / "data"), "--no-demo", "--users-file", str(users)],
+                                obj={"serve": serve})
     assert result.exit_code == 1 and "names no user" in result.output
 
 

@@ -30,7 +30,7 @@ def _trace_with_a_warning(path: Path) -> Path:
 def test_ingest_prints_its_run_id_and_warnings_through_a_pipe_and_exits_zero(tmp_path: Path) -> None:
     trace = _trace_with_a_warning(tmp_path / "rank-0.pt.trace.json")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "dashboard.cli", "ingest", str(trace), "--data", str(tmp_path / "d")],
+    done = subprocess.run([sys.executable, "-m", "dashboard.app", "ingest", str(trace), "--data", str(tmp_path / "d")],
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     run_id = done.stdout.strip()

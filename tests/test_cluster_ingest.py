@@ -11,8 +11,9 @@ from click.testing import CliRunner
 
 from dashboard.analysis.gpu_busy import activity_intervals, gpu_busy
 from dashboard.analysis.rank_summaries import rank_summaries, reduce_summaries
-from dashboard.cli import cli
-from dashboard.cluster_worker import TOKEN_FILE, FolderNotShared, parse_file
+from dashboard.cli.main import cli
+from dashboard.ingest.cluster_worker import TOKEN_FILE, FolderNotShared, parse_file
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.support.rank_runs import partitioned_run, rank_traces
 
@@ -33,7 +34,7 @@ def test_partitioned_run_reads_like_the_single_file_run(tmp_path: Path) -> None:
     """The map step without Dask: parse_file per rank into a staging folder, published like a cluster ingest."""
     inputs = rank_traces(tmp_path / "ranks", 3, kernels=1200)
     store = RunStore(tmp_path / "data")
-    single = store.open(store.ingest([inputs], name="single"))
+    single = store.open(ingest_paths(store, [inputs], name="single"))
     parted = store.open(partitioned_run(store, inputs))
     files = sorted(inputs.iterdir())
     assert (parted.info.path / "kernels" / "rank=2" / "part-2.parquet").is_file()
@@ -47,7 +48,7 @@ def test_partitioned_run_reads_like_the_single_file_run(tmp_path: Path) -> None:
 
 def test_reduce_of_per_rank_summaries_equals_the_summary_of_allrank_traces(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "data")
-    run = store.open(store.ingest([rank_traces(tmp_path / "ranks", 3, kernels=4500)], name="all"))
+    run = store.open(ingest_paths(store, [rank_traces(tmp_path / "ranks", 3, kernels=4500)], name="all"))
     tables = {t: run.frame(t) for t in TABLES}
     per_rank = [{t: f.filter(pl.col("rank") == r) for t, f in tables.items()} for r in range(3)]
     reduced = reduce_summaries([rank_summaries(part) for part in per_rank])
@@ -67,7 +68,7 @@ def test_reduce_of_per_rank_summaries_equals_the_summary_of_allrank_traces(tmp_p
 
 def test_cluster_scheduler_unreachable_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("distributed")
-    from dashboard import cluster_ingest
+    from dashboard.ingest import cluster as cluster_ingest
 
     monkeypatch.setattr(cluster_ingest, "CONNECT_TIMEOUT_S", 1.0)
     address = f"tcp://127.0.0.1:{_free_port()}"
@@ -83,7 +84,7 @@ def test_cluster_data_folder_not_shared_fails_clearly(tmp_path: Path, monkeypatc
     """A worker that does not see the staging folder the client wrote: simulated by the client writing
     its token to a folder of its own (as on a local disk), so the worker finds none in the data folder."""
     distributed = pytest.importorskip("distributed")
-    from dashboard import cluster_ingest
+    from dashboard.ingest import cluster as cluster_ingest
 
     def token_on_local_disk(staging: Path) -> str:
         (tmp_path / "client-only").mkdir(exist_ok=True)
@@ -119,7 +120,7 @@ def test_eight_ranks_on_a_local_cluster_of_two_worker_processes(tmp_path: Path) 
     assert run.info.metadata["cluster"]["workers"] == 2
     assert run.info.metadata["cluster"]["files"] == 8
     assert sorted(run.info.metadata["summaries"]) == ["busy", "kernels", "steps"]
-    reference = store.open(store.ingest([inputs], name="one-process"))
+    reference = store.open(ingest_paths(store, [inputs], name="one-process"))
     for table in TABLES:
         mine, theirs = run.frame(table), reference.frame(table)
         per_rank = mine.group_by("rank").len().sort("rank")
@@ -142,8 +143,8 @@ def test_eight_ranks_on_a_local_cluster_of_two_worker_processes(tmp_path: Path) 
 
 def test_client_side_pieces_of_the_reduce(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
-    from dashboard.cluster_ingest import _merge_metadata, _shared_rank_warnings, source_names
-    from dashboard.cluster_worker import PartResult
+    from dashboard.ingest.cluster import _merge_metadata, _shared_rank_warnings, source_names
+    from dashboard.ingest.cluster_worker import PartResult
 
     def part(file: str, ranks: list[int], meta: dict) -> PartResult:
         return PartResult(file=file, collectors=["kineto"], row_counts={}, ranks=ranks, summaries={},
@@ -167,7 +168,7 @@ def test_client_side_pieces_of_the_reduce(tmp_path: Path) -> None:
 def test_a_broken_rank_fails_the_cluster_ingest_in_one_line_and_leaves_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     distributed = pytest.importorskip("distributed")
-    from dashboard import cluster_ingest
+    from dashboard.ingest import cluster as cluster_ingest
 
     inputs = rank_traces(tmp_path / "ranks", 3, kernels=200)
     broken = inputs / "rank-1.json"

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from dashboard.cli import cli
+from dashboard.cli.main import cli
 from dashboard.demo import seed_demo, tt_memory_log
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 
 NUMBER = (int, float)
@@ -54,7 +55,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     root = tmp_path_factory.mktemp("compare-cli")
     store = RunStore(root / "data")
     ids = {run_id.rsplit("-", 2)[0]: run_id for run_id in seed_demo(store)}
-    ids["demo-memory-small"] = store.ingest(tt_memory_log.write(root / "mem2", n_ops=200), name="demo-memory-small")
+    ids["demo-memory-small"] = ingest_paths(store, tt_memory_log.write(root / "mem2", n_ops=200),
+                                            name="demo-memory-small")
     return root / "data", ids
 
 
@@ -152,7 +154,7 @@ def test_the_compare_command_loads_neither_dash_nor_plotly() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; import dashboard.cli, dashboard.compare_report, dashboard.compare_text; "
+    code = ("import sys; import dashboard.cli.main, dashboard.cli.compare_report, dashboard.cli.compare_text; "
             "print([m for m in ('dash', 'plotly') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -179,7 +181,7 @@ def test_json_compiler_section_of_two_compile_logs(data, tmp_path: Path) -> None
     made = {}
     for name, text in logs.items():
         (tmp_path / f"{name}.txt").write_text(text)
-        made[name] = store.ingest([tmp_path / f"{name}.txt"], name=f"compile-{name}")
+        made[name] = ingest_paths(store, [tmp_path / f"{name}.txt"], name=f"compile-{name}")
     report = json.loads(run(data_dir, made["small"], made["large"], "--json").output)
     assert report["shared_evidence"] == ["compiler"]
     check(report["compiler"], COMPILER)

@@ -16,12 +16,12 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from dashboard.cli import cli
+from dashboard.cli.main import cli
 from dashboard.collectors import registry
 from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn
 from dashboard.demo import tt_memory_log
 from dashboard.demo.nsys_export import ExportOptions, write_export
-from dashboard.jobs import IngestJobs
+from dashboard.ingest.jobs import IngestJobs
 from dashboard.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -263,11 +263,11 @@ def test_an_upload_that_fails_reports_one_plain_line(cases: dict[str, Path], tmp
 
 def test_an_upload_hitting_the_safety_net_logs_the_traceback_for_the_server(
         broken: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Uploads parse in a child process (ingest_budget), which knows only the built-in collectors, so the
+    # Uploads parse in a child process (ingest.budget), which knows only the built-in collectors, so the
     # broken collector registered here cannot run there: the child's report of an unexpected error is
     # what reaches the job, with the library's text in it. The page must get the plain line anyway.
-    from dashboard import jobs as jobs_module
-    from dashboard.ingest_budget import ChildIngestFailed
+    from dashboard.ingest import jobs as jobs_module
+    from dashboard.ingest.budget import ChildIngestFailed
 
     def child_hit_a_parser_bug(*_args: object, **_kwargs: object) -> str:
         raise ChildIngestFailed("InvalidOperationError", "conversion from `f64` to `i64` failed in column 'ts'")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.app import create_app
-from dashboard.jobs import IngestJobs
+from dashboard.ingest.jobs import IngestJobs
 from dashboard.layouts.server_state import current_jobs
 from dashboard.settings import Settings
 from dashboard.store import RunStore

@@ -23,7 +23,7 @@ import pytest
 
 from benchmarks.gen_kineto_trace import write_trace
 from dashboard.collectors.base import IngestError
-from dashboard.ingest_budget import (
+from dashboard.ingest.budget import (
     Budget,
     BudgetExceeded,
     input_megabytes,
@@ -32,7 +32,7 @@ from dashboard.ingest_budget import (
     scaled_budget,
     tree_resident_mb,
 )
-from dashboard.jobs import IngestJobs
+from dashboard.ingest.jobs import IngestJobs
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 from tests.support.dash_requests import upload_payload
@@ -155,7 +155,7 @@ def budget_server(tmp_path: Path) -> Iterator[dict]:
     log_path = tmp_path / "gunicorn.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen([sys.executable, "-m", "gunicorn", "-w", "1", "--threads", "4", "-b",
-                                    f"127.0.0.1:{port}", "dashboard.wsgi:server"],
+                                    f"127.0.0.1:{port}", "dashboard.server.wsgi:server"],
                                    cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -9,6 +9,7 @@ import pytest
 from dashboard.analysis.insights import run_insights
 from dashboard.app import create_app
 from dashboard.demo import write_demo_sources
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.layouts.shell import URL_STATE
 from dashboard.settings import Settings
 from dashboard.store import RunStore
@@ -22,7 +23,7 @@ def no_kernel_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[
     data_dir = tmp_path_factory.mktemp("data")
     sources = write_demo_sources(tmp_path_factory.mktemp("sources"))
     store = RunStore(data_dir)
-    ids = {name: store.ingest(sources[name]) for name in ("demo-planner", "demo-compiler")}
+    ids = {name: ingest_paths(store, sources[name]) for name in ("demo-planner", "demo-compiler")}
     app = create_app(Settings(data_dir=data_dir, seed_demo=False))
     return app.server.test_client(), ids, store
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from dashboard.jobs import IngestJobs
+from dashboard.ingest.jobs import IngestJobs
 from dashboard.store import RunStore
 
 
@@ -66,7 +66,7 @@ WORKER_DIES = """
 import json, os, sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from dashboard.jobs import IngestJobs
+from dashboard.ingest.jobs import IngestJobs
 from dashboard.store import RunStore
 jobs = IngestJobs(RunStore({data!r}))
 job_id = jobs.start(Path({upload!r}), name="outlived")

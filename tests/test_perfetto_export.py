@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from dashboard import schema
-from dashboard.cli import cli
+from dashboard.cli.main import cli
 from dashboard.exports.perfetto import CPU_SLOT, PID_STRIDE, encode_trace, trace_parts, write_trace
 from dashboard.store import RunStore
 from tests.support.kernel_tables import CPU_THREAD, kernel_tables

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dashboard.cli import cli
+from dashboard.cli.main import cli
 from dashboard.collectors import IngestError, detect
 from dashboard.store import RunStore
 from tests.support.csv_collector import write_kernel_csv
@@ -124,7 +124,7 @@ def test_help_documents_every_flag() -> None:
 
 
 def test_progress_goes_to_stderr_on_long_work(capsys: pytest.CaptureFixture[str]) -> None:
-    from dashboard.cli import StderrProgress
+    from dashboard.ingest.progress import StderrProgress
 
     progress = StderrProgress("ingest")
     progress.started -= 5  # as if five seconds had passed

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from dashboard.analysis.insights import run_insights
-from dashboard.cli import cli
+from dashboard.cli.main import cli
 from dashboard.demo import seed_demo
 from dashboard.store import RunStore
 from tests.support.triton_demo import requires_triton_demo
@@ -87,7 +87,7 @@ def test_report_of_an_unknown_run_is_one_line(tmp_path: Path) -> None:
 
 
 def test_report_path_loads_no_dash_or_plotly() -> None:
-    code = ("import sys, dashboard.report; "
+    code = ("import sys, dashboard.cli.insights_report; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dash', 'plotly', 'flask')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1])

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from dash import html
 
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.layouts import server_state
 from dashboard.layouts.page import page_header
 from dashboard.layouts.run_warnings import relevant_warnings, run_warnings, runs_warnings_overview
@@ -66,7 +67,7 @@ def test_the_page_header_of_a_run_with_dropped_kernels_says_so(tmp_path: Path, c
               *launch(12, 2, 7e14, 3, ext=1)]  # a kernel 20 years after the rest
     path = write(tmp_path / "t.json", events)
     store = RunStore(configured)
-    run = store.open(store.ingest([path]))
+    run = store.open(ingest_paths(store, [path]))
     line = f"{path}: 1 kernel starts or ends more than 10 years away from the rest of the trace; dropped"
     assert run.info.warnings == [line]
     header = page_header("Kernels", run)

@@ -21,7 +21,7 @@ from werkzeug.exceptions import NotFound
 
 from dashboard import schema
 from dashboard.app import create_app
-from dashboard.server_security import SECURITY_HEADERS, resolve_inside, too_large_message
+from dashboard.server.security import SECURITY_HEADERS, resolve_inside, too_large_message
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 from tests.support.dash_requests import upload_payload
@@ -336,7 +336,7 @@ def test_a_callback_that_prevents_its_update_answers_204_not_400() -> None:
     from dash.exceptions import PreventUpdate
 
     from dashboard.app import web_app
-    from dashboard.server_security import install_security
+    from dashboard.server.security import install_security
 
     app = dash.Dash(__name__)
     app.layout = html.Div([html.Button(id="b"), html.Div(id="out")])

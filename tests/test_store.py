@@ -13,7 +13,9 @@ import polars as pl
 import pytest
 
 from dashboard.collectors.base import IngestError
-from dashboard.store import RunNotFound, RunStore, default_name
+from dashboard.ingest.pipeline import ingest_paths
+from dashboard.ingest.sources import default_name
+from dashboard.store import RunNotFound, RunStore
 from tests.support.csv_collector import write_kernel_csv
 
 
@@ -106,7 +108,7 @@ def test_ingest_combines_several_files_into_one_run(data_dir: Path, tmp_path: Pa
     a = write_kernel_csv(tmp_path / "rank0.csv", rows=4)
     b = write_kernel_csv(tmp_path / "rank1.csv", rows=6)
     seen: list[tuple[float | None, str]] = []
-    run_id = RunStore(data_dir).ingest([a, b], progress=lambda f, m: seen.append((f, m)))
+    run_id = ingest_paths(RunStore(data_dir), [a, b], progress=lambda f, m: seen.append((f, m)))
     run = RunStore(data_dir).open(run_id)
     kernels = run.frame("kernels")
     assert kernels.height == 10
@@ -126,6 +128,7 @@ SLOW_INGEST = """
 import sys, time
 from pathlib import Path
 import dashboard.store as store_module
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.collectors import register
 sys.path.insert(0, {repo!r})
 from tests.support.csv_collector import KernelCsvCollector
@@ -136,7 +139,7 @@ def slow_publish(*args, **kwargs):
     time.sleep(60)
     return original(*args, **kwargs)
 store_module.RunStore.publish_staging = slow_publish
-store_module.RunStore({data!r}).ingest([Path({source!r})])
+ingest_paths(store_module.RunStore({data!r}), [Path({source!r})])
 """
 
 
@@ -186,7 +189,7 @@ def test_every_ingest_start_clears_the_staging_of_dead_processes(data_dir: Path,
     (staging / "killed-cli-run").mkdir()
     (staging / "killed-cli-run" / "kernels.parquet").write_bytes(b"x" * 1000)
     (staging / "killed-cli-run.owner").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname()}))
-    RunStore(data_dir).ingest([write_kernel_csv(tmp_path / "k.csv")])
+    ingest_paths(RunStore(data_dir), [write_kernel_csv(tmp_path / "k.csv")])
     assert list(staging.iterdir()) == []
 
 
@@ -204,7 +207,7 @@ def test_symlinks_in_an_ingested_folder_are_skipped_and_named(data_dir: Path, tm
     (folder / "tree").symlink_to(secret)  # a linked folder must not bring its tree in
     (folder / "more.csv").symlink_to(secret / "deep" / "k.csv")  # nor a recognisable linked file
     store = RunStore(data_dir)
-    run = store.open(store.ingest([folder]))
+    run = store.open(ingest_paths(store, [folder]))
     source = run.info.path / "source"
     copied = sorted(str(p.relative_to(source)) for p in source.rglob("*"))
     assert copied == ["traces", "traces/k.csv"]
@@ -219,7 +222,7 @@ def test_a_symlink_given_as_an_input_is_refused_in_one_line(data_dir: Path, tmp_
     link = tmp_path / "latest.csv"
     link.symlink_to(write_kernel_csv(tmp_path / "k.csv"))
     with pytest.raises(IngestError) as refused:
-        RunStore(data_dir).ingest([link])
+        ingest_paths(RunStore(data_dir), [link])
     assert str(refused.value) == f"{link}: symbolic link (to {tmp_path / 'k.csv'}); give the file or folder it " \
                                  "points to instead"
     assert RunStore(data_dir).list_runs() == []

@@ -60,7 +60,7 @@ def gunicorn_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{port}", "--timeout", "60",
-             "dashboard.wsgi:server"],
+             "dashboard.server.wsgi:server"],
             cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
     base = f"http://127.0.0.1:{port}"

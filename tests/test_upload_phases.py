@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from benchmarks.gen_kineto_trace import write_trace
-from dashboard.jobs import IngestJobs
-from dashboard.progress_phases import PhaseLog, phase_names, phases_text
+from dashboard.ingest.jobs import IngestJobs
+from dashboard.ingest.progress import PhaseLog, phase_names, phases_text
 from dashboard.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,7 +21,7 @@ _LINE = re.compile(r"^ingest: (?:\s*\d+\.\d%\s)?(.*)$")
 def cli_phases(trace: Path, data: Path) -> list[str]:
     """The phase names the CLI prints on stderr (every one, from the start), consecutive repeats once."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "DASHBOARD_PROGRESS_QUIET_S": "0"}
-    done = subprocess.run([sys.executable, "-m", "dashboard.cli", "ingest", str(trace), "--data", str(data)],
+    done = subprocess.run([sys.executable, "-m", "dashboard.app", "ingest", str(trace), "--data", str(data)],
                           capture_output=True, text=True, env=env, timeout=300, check=True)
     names: list[str] = []
     for line in done.stderr.splitlines():

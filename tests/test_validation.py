@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from dashboard import schema
-from dashboard.validation import TEN_YEARS_NS, drop_impossible_rows, rows_of, trace_base_ns
+from dashboard.collectors.validation import TEN_YEARS_NS, drop_impossible_rows, rows_of, trace_base_ns
 
 T0 = 1_700_000_000_000_000_000  # an epoch-scale base, in ns
 

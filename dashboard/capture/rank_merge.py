@@ -121,8 +121,8 @@ def merge_rank_partials(staging: Path) -> MergedCapture:
 
 def write_merged_run(staging: Path | str, data_dir: Path | str, name: str = "capture") -> str:
     """Merge the rank partials in `staging` and write them as one run; returns the run id."""
+    from dashboard.collectors.validation import drop_impossible_rows
     from dashboard.store import RunStore
-    from dashboard.validation import drop_impossible_rows
 
     merged = merge_rank_partials(Path(staging))
     tables, dropped = drop_impossible_rows(merged.tables, f"capture {name}")

@@ -7,19 +7,31 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import polars as pl
 
 from dashboard.capture.rank_merge import write_rank_partial
 
-if TYPE_CHECKING:
-    from dashboard.capture.session import CaptureSession
+
+class CapturedTables(Protocol):
+    """What is written of a capture: a `CaptureSession` is one (this module does not import it: the session
+    calls here, so the type is stated by shape rather than by an import back)."""
+
+    name: str
+    rank: int
+    warnings: list[str]
+
+    def tables(self) -> dict[str, pl.DataFrame]: ...
+
+    def metadata(self) -> dict[str, Any]: ...
 
 
-def write_run(session: CaptureSession, data_dir: Path | str, name: str | None = None,
+def write_run(session: CapturedTables, data_dir: Path | str, name: str | None = None,
               metadata: Mapping[str, Any] | None = None, extra_warnings: Iterable[str] = ()) -> str:
     """The session's tables as a new run; returns its id."""
+    from dashboard.collectors.validation import drop_impossible_rows
     from dashboard.store import RunStore  # the store loads only when a run is written
-    from dashboard.validation import drop_impossible_rows
 
     started = time.perf_counter()
     # Live records go through the same rules as ingested files: nothing impossible is kept silently.
@@ -35,7 +47,7 @@ def write_run(session: CaptureSession, data_dir: Path | str, name: str | None = 
     )
 
 
-def write_partial(session: CaptureSession, staging: Path | str, metadata: Mapping[str, Any] | None = None) -> Path:
+def write_partial(session: CapturedTables, staging: Path | str, metadata: Mapping[str, Any] | None = None) -> Path:
     """This rank's tables in a shared staging folder (`rank_merge` joins the ranks into one run)."""
     return write_rank_partial(Path(staging), session.rank, session.tables(),
                               metadata={**session.metadata(), **(metadata or {})}, warnings=session.warnings)

@@ -31,7 +31,7 @@ from dashboard.collectors.base import (
     probe_file,
 )
 from dashboard.collectors.failures import describe_failure
-from dashboard.validation import base_of_starts, drop_impossible_rows
+from dashboard.collectors.validation import base_of_starts, drop_impossible_rows
 
 _log = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ def collect(paths: Sequence[Path], progress: ProgressFn = no_progress,
     """Detect and parse every input into one set of canonical tables.
 
     `sink` (table, frame) takes tables as soon as they are final, checked as the returned ones are, so
-    that writing them overlaps the parse (`run_writer.TableWriter.write`). Only a single group of inputs
+    that writing them overlaps the parse (`store.files.TableWriter.write`). Only a single group of inputs
     streams (tables of several collectors are joined at the end); the returned `tables` are the rest.
     """
     started = time.perf_counter()

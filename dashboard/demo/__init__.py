@@ -18,6 +18,7 @@ from typing import TextIO
 from filelock import FileLock
 
 from dashboard.collectors.base import ProgressFn, no_progress
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 
 log = logging.getLogger("dashboard.demo")
@@ -81,7 +82,7 @@ def seed_demo(store: RunStore, progress: ProgressFn = no_progress) -> list[str]:
             progress(None if fraction is None else low + (high - low) * fraction, f"{step}: {message}")
 
         within(0.0, f"reading {len(paths)} source{'s' if len(paths) != 1 else ''}")
-        run_ids.append(store.ingest(paths, name=run_name, progress=within))
+        run_ids.append(ingest_paths(store, paths, name=run_name, progress=within))
     progress(1.0, f"{len(run_ids)} demo runs ready")
     return run_ids
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from dashboard.file_names import safe_file_stem
+from dashboard.views.file_names import safe_file_stem
 
 DEFAULT_WIDTH = 1400
 DEFAULT_HEIGHT = 700

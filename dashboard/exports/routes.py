@@ -23,9 +23,9 @@ from flask import Flask, Response, abort, request, send_file
 from dashboard import schema
 from dashboard.exports.perfetto import TRACE_TABLES, encode_trace
 from dashboard.exports.tables import encode_csv
-from dashboard.file_names import safe_file_stem
-from dashboard.server_security import resolve_inside
+from dashboard.server.security import resolve_inside
 from dashboard.store import SOURCE_DIR, Run, RunNotFound, RunStore
+from dashboard.views.file_names import safe_file_stem
 
 
 def source_href(run_id: str, relative: str) -> str:

@@ -31,13 +31,13 @@ from dashboard.analysis.compare_planner import (
 )
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.units import format_bytes, format_ns
-from dashboard.compare_report import memory_rank, shared_evidence
 from dashboard.layouts.compare_compiler import compiler_section
 from dashboard.layouts.compare_cuda_memory import cuda_memory_section
 from dashboard.layouts.page import chart, small_table
 from dashboard.store import Run
 from dashboard.views import compare_sections as sections
 from dashboard.views import run_views
+from dashboard.views.compare_sides import memory_rank, shared_evidence
 
 MAX_STRETCHES = 40
 

@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from dash import ctx
 
-from dashboard.jobs import IngestJobs
+from dashboard.ingest.jobs import IngestJobs
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 

@@ -14,14 +14,14 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 
 from dashboard.analysis.units import format_bytes
+from dashboard.ingest.progress import phases_text
 from dashboard.layouts.compare_links import compare_buttons, compare_links
 from dashboard.layouts.downloads import download_markdown
+from dashboard.layouts.failed_uploads import failed_uploads_card, register_callbacks
 from dashboard.layouts.page import page_header, page_href
 from dashboard.layouts.run_warnings import runs_warnings_overview, warnings_details
 from dashboard.layouts.server_state import current_jobs, current_settings, current_store
 from dashboard.layouts.shell import RUNS_VERSION
-from dashboard.pages.failed_uploads import failed_uploads_card, register_callbacks
-from dashboard.progress_phases import phases_text
 from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import RunInfo, RunNotFound
 

@@ -25,6 +25,7 @@ import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, Patch, State, callback, clientside_callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
+from dashboard.layouts import memory_cuda
 from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.memory import (
     CURVES_ID,
@@ -41,7 +42,6 @@ from dashboard.layouts.memory import (
 from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
-from dashboard.pages import memory_cuda
 from dashboard.store import Run
 from dashboard.views import memory as view
 from dashboard.views import memory_curves

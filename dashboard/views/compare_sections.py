@@ -12,13 +12,13 @@ from dashboard.analysis.compare_memory import align_ops, aligned_curves, first_d
 from dashboard.analysis.compare_passes import busy_comparison, pass_comparison
 from dashboard.analysis.compare_planner import buffer_changes, default_groups
 from dashboard.analysis.planner_liveness import planner_groups
-from dashboard.compare_report import memory_rank, shared_evidence
 from dashboard.figures.compare_cuda_memory import compare_cuda_memory_figure
 from dashboard.figures.compare_memory import compare_memory_figure
 from dashboard.figures.compare_passes import busy_figure, pass_figure
 from dashboard.figures.compare_planner import liveness_figure
 from dashboard.store import Run, RunStore
 from dashboard.views import run_views
+from dashboard.views.compare_sides import memory_rank, shared_evidence
 
 PLANNER_TABLES = ("ws_buffers", "ws_ops", "ws_channels")
 

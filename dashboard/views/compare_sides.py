@@ -18,6 +18,20 @@ from dashboard.analysis.compare_kernels import match_renamed, merge_renamed
 from dashboard.store import Run, RunNotFound, RunStore
 from dashboard.views import run_views
 
+# Evidence kinds compared, in the order the page and `dashboard compare` show them.
+SECTIONS = ("kernels", "layers", "memory", "cuda_memory", "planner", "compiler")
+
+
+def shared_evidence(run_a: Run, run_b: Run) -> list[str]:
+    """The evidence kinds both runs hold, in SECTIONS order."""
+    return [kind for kind in SECTIONS if run_a.has_evidence(kind) and run_b.has_evidence(kind)]
+
+
+def memory_rank(run: Run, wanted: int | None) -> int:
+    """The op_memory rank a side shows: the wanted one when it has it, else its first."""
+    ranks = sorted(run.scan("op_memory").select(pl.col("rank").unique()).collect().get_column("rank").to_list())
+    return wanted if wanted in ranks else (ranks[0] if ranks else 0)
+
 
 @dataclass(frozen=True)
 class CompareView:

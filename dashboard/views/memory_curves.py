@@ -6,19 +6,36 @@ band and selected-op line are shapes, the highlighted ops fill one marker trace
 per track kept for them, and an x-zoom swaps the curve traces for the zoomed
 window at full detail. `curves_changes` lists those pieces as (path, value)
 pairs, which the page sends as a plotly Patch instead of the whole figure.
-Dash-free; states are `views.memory.State`.
+Dash-free; states are `views.memory.State`, read here through the `State` protocol below.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dashboard.figures.memory import mark_shapes, track_curves, track_points
 from dashboard.views import memory_data as analysis
 from dashboard.views.memory_data import MemoryData
 
-if TYPE_CHECKING:
-    from dashboard.views.memory import State
+
+class State(Protocol):
+    """What the curves read of `views.memory.State` (which calls here, so it is named by shape, not imported)."""
+
+    @property
+    def ops(self) -> tuple[int, int] | None: ...
+    @property
+    def op(self) -> int | None: ...
+    @property
+    def optypes(self) -> tuple[str, ...]: ...
+    @property
+    def programs(self) -> tuple[str, ...]: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def peaks(self) -> str: ...
+    @property
+    def zoom(self) -> tuple[int, int] | None: ...
+
 
 Change = tuple[tuple[Any, ...], Any]  # a path into the figure dict and its new value
 

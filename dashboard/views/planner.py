@@ -33,11 +33,11 @@ from dashboard.figures.planner import (
 )
 from dashboard.figures.planner_big_graph import BIG_GRAPH_STYLESHEET, flat_partitions, is_big
 from dashboard.figures.planner_selection import graph_selection, selection_shapes
-from dashboard.file_names import safe_file_stem
 from dashboard.schema import empty
 from dashboard.store import Run
 from dashboard.views import params
 from dashboard.views.cache import per_run
+from dashboard.views.file_names import safe_file_stem
 from dashboard.views.state import ViewState, param
 
 MEMORIES = analysis.MEMORIES

@@ -18,8 +18,8 @@ import polars as pl
 from dashboard.analysis.timeline import OVERLAY_GROUP, TimelineData, TimelineView, clamp_window, prepare_timeline
 from dashboard.analysis.timeline import timeline_view as build_view
 from dashboard.analysis.units import format_ns
+from dashboard.collectors.gc_pause import gc_paused
 from dashboard.figures.timeline import TimeAxis, timeline_figure_dict
-from dashboard.gc_pause import gc_paused
 from dashboard.store import Run
 from dashboard.views import params
 from dashboard.views.cache import per_run

@@ -16,8 +16,9 @@ from dashboard.analysis.compare_compiler import (
     compare_compiles,
     default_compiles,
 )
-from dashboard.compare_report import build_report
-from dashboard.compare_text import format_report
+from dashboard.cli.compare_report import build_report
+from dashboard.cli.compare_text import format_report
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import Run, RunStore
 from tests.collectors.triton_ir_fixtures import compile_log, with_extra_pass
 
@@ -35,7 +36,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     out = {}
     for name, text in logs.items():
         (root / f"{name}.txt").write_text(text)
-        out[name] = store.open(store.ingest([root / f"{name}.txt"], name=name))
+        out[name] = store.open(ingest_paths(store, [root / f"{name}.txt"], name=name))
     return out
 
 
@@ -135,7 +136,7 @@ def test_a_lone_compile_run_compares_with_itself(tmp_path: Path) -> None:
 
     store = RunStore(tmp_path / "data")
     (tmp_path / "two.txt").write_text(compile_log("add_kernel", 1024) + compile_log("add_kernel", 2048))
-    run = store.open(store.ingest([tmp_path / "two.txt"], name="two"))
+    run = store.open(ingest_paths(store, [tmp_path / "two.txt"], name="two"))
     sides = choose_sides(store, run, None, None, None)
     assert sides == (Side(run.id, None), Side(run.id, None))
     view = compare_view(store, *sides)  # the kernel view of two compiler-only sides is empty, not an error

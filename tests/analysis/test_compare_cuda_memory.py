@@ -11,10 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from dashboard.analysis.compare import Side
-from dashboard.cli import cli
-from dashboard.compare_report import build_report
-from dashboard.compare_text import format_report
+from dashboard.cli.compare_report import build_report
+from dashboard.cli.compare_text import format_report
+from dashboard.cli.main import cli
 from dashboard.demo import torch_snapshot as demo
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.layouts.compare_sections import more_sections
 from dashboard.store import RunStore
 from dashboard.views.compare_sections import section_figures
@@ -43,8 +44,8 @@ def _snapshot(path: Path, bigger: bool) -> Path:
 @pytest.fixture()
 def runs(tmp_path: Path) -> tuple[RunStore, str, str]:
     store = RunStore(tmp_path / "data")
-    run_a = store.ingest([_snapshot(tmp_path / "a.pickle", bigger=False)], name="before")
-    run_b = store.ingest([_snapshot(tmp_path / "b.pickle", bigger=True)], name="after")
+    run_a = ingest_paths(store, [_snapshot(tmp_path / "a.pickle", bigger=False)], name="before")
+    run_b = ingest_paths(store, [_snapshot(tmp_path / "b.pickle", bigger=True)], name="after")
     return store, run_a, run_b
 
 

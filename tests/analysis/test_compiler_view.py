@@ -9,6 +9,7 @@ import pytest
 
 from dashboard.analysis import compiler as view
 from dashboard.analysis.compiler_memory import memory_plan, module_totals
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.layouts.ir_code import code_html
 from tests.collectors.triton_ir_fixtures import compile_log, ttgir
 
@@ -62,7 +63,7 @@ def compiler_run(tmp_path: Path) -> str:
     store = server_state.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
     log = tmp_path / "dump.txt"
     log.write_text(compile_log("add_kernel", 1024) + compile_log("add_kernel", 2048))
-    return store.ingest([log], name="ir")
+    return ingest_paths(store, [log], name="ir")
 
 
 def test_render_and_state(compiler_run: str) -> None:
@@ -115,7 +116,7 @@ def test_planner_link_when_the_log_holds_planner_graphs(tmp_path: Path) -> None:
     store = server_state.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
     log = tmp_path / "debug.txt"
     log.write_text(compile_log("attn_fwd", 1024) * 40 + debug_log_text([("attn_fwd", attention_kernel(), True)]))
-    run_id = store.ingest([log], name="both")
+    run_id = ingest_paths(store, [log], name="both")
     assert {"compiler", "planner"} <= set(store.open(run_id).info.evidence)
     run = store.open(run_id)
     found = links(run, compiler_view.State.from_query({"compile": "0"}, run))
@@ -140,7 +141,7 @@ def test_a_huge_step_sends_a_bounded_window(tmp_path: Path) -> None:
     log = compile_log("big", 64).replace("    %pid = tt.get_program_id x : i32 loc(#loc1)\n",
                                          "    %pid = tt.get_program_id x : i32 loc(#loc1)\n" + ops)
     (tmp_path / "big.txt").write_text(log)
-    run_id = store.ingest([tmp_path / "big.txt"], name="big")
+    run_id = ingest_paths(store, [tmp_path / "big.txt"], name="big")
     run = store.open(run_id)
     out = panels(run, compiler_view.State.from_query({"compile": "0", "step": "2"}, run))
     assert out["ir"].count("data-ir-line=") == MAX_RENDER_LINES
@@ -161,12 +162,12 @@ def test_python_source_comes_only_from_the_runs_own_copy(tmp_path: Path) -> None
     store = server_state.configure(Settings(data_dir=tmp_path / "data", seed_demo=False))
     log = tmp_path / "dump.txt"
     log.write_text(compile_log("add_kernel", 1024))
-    run_id = store.ingest([log], name="no-source")
+    run_id = ingest_paths(store, [log], name="no-source")
     assert python_source(store.open(run_id), str(outside)) is None
     kept = tmp_path / "folder"
     kept.mkdir()
     (kept / "dump.txt").write_text(compile_log("add_kernel", 1024))
     (kept / "secret_settings.py").write_text("import triton\n\n@triton.jit\ndef add_kernel(x):\n    pass\n")
-    with_copy = store.ingest([kept], name="with-source")
+    with_copy = ingest_paths(store, [kept], name="with-source")
     lines = python_source(store.open(with_copy), str(outside))
     assert lines is not None and "@triton.jit" in lines

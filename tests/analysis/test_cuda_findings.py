@@ -10,8 +10,9 @@ import pytest
 
 from dashboard.analysis import cuda_findings
 from dashboard.analysis.insights import run_insights
+from dashboard.cli.insights_report import report_text
 from dashboard.demo import torch_snapshot as demo
-from dashboard.report import report_text
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.analysis.test_cuda_memory import _events
 
@@ -39,7 +40,7 @@ def test_a_snapshot_peak_names_its_frame_and_its_fragmentation(tmp_path: Path) -
     path = tmp_path / "snap.pickle"
     path.write_bytes(pickle.dumps(fragmented_snapshot()))
     store = RunStore(tmp_path / "data")
-    run = store.open(store.ingest([path], name="frag"))
+    run = store.open(ingest_paths(store, [path], name="frag"))
     found = {f.key: f for f in run_insights(run).findings if f.key.startswith("cuda_memory:")}
     assert set(found) == {"cuda_memory:peak:0:cuda:0", "cuda_memory:fragmentation:0:cuda:0"}
     peak = found["cuda_memory:peak:0:cuda:0"]
@@ -83,7 +84,7 @@ def test_one_free_block_at_the_peak_is_no_fragmentation_finding(tmp_path: Path) 
     path = tmp_path / "tidy.pickle"
     path.write_bytes(pickle.dumps(demo.snapshot_of([builder])))
     store = RunStore(tmp_path / "data")
-    run = store.open(store.ingest([path]))
+    run = store.open(ingest_paths(store, [path]))
     (peak,) = cuda_findings.device_peaks(run.frame("device_memory"), run.frame("memory_segments"))
     assert (peak.allocated, peak.free, peak.largest_free, peak.fragmentation) == (8 * MIB, 12 * MIB, 12 * MIB, 0.0)
     assert [f.key for f in run_insights(run).findings] == ["cuda_memory:peak:0:cuda:0"]

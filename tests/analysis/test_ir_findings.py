@@ -7,6 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from dashboard.analysis.ir_growth import IR_GROWTH_MIN_OPS, ir_findings, pass_growth, top_growth
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.collectors.triton_ir_fixtures import compile_log
 
@@ -82,7 +83,7 @@ def test_real_log_growth_per_pass(tmp_path: Path) -> None:
     log = tmp_path / "dump.txt"
     log.write_text(compile_log("k", 64))
     store = RunStore(tmp_path / "store")
-    run = store.open(store.ingest([log]))
+    run = store.open(ingest_paths(store, [log]))
     growth = pass_growth(run.frame("ir_steps"))
     # module-level Before dumps: 0 Inliner (8 ops), [1 function dump], 2 CSE 7, 3 Convert 7, 4 Pipeline 8,
     # [5 internal], 6 Allocate 8, 7 ToLLVM 10, 8 llvm-mlir 4. Step 0 -> 2 has the function dump between.

@@ -9,9 +9,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from dashboard import store as store_module
 from dashboard.analysis import summary_views
 from dashboard.store import RunStore
+from dashboard.store import runs as store_module
 from dashboard.views import run_views
 from tests.support.rank_runs import partitioned_run, rank_traces
 

@@ -8,6 +8,7 @@ import polars as pl
 
 from dashboard.analysis import rank_steps
 from dashboard.figures.ranks import clicked_cell, step_heatmap
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from dashboard.views import timeline as timeline_view_module
 from tests.support.rank_runs import partitioned_run, rank_traces
@@ -17,7 +18,7 @@ def test_summaries_and_computed_tables_agree(tmp_path: Path) -> None:
     inputs = rank_traces(tmp_path / "ranks", 3, kernels=4500)
     store = RunStore(tmp_path / "data")
     stored = store.open(partitioned_run(store, inputs, "stored"))
-    computed = store.open(store.ingest([inputs], name="computed"))
+    computed = store.open(ingest_paths(store, [inputs], name="computed"))
     assert stored.summary("steps") is not None and computed.summary("steps") is None
     assert rank_steps.step_matrix(stored).equals(rank_steps.step_matrix(computed))
     key = ["rank", "name"]
@@ -68,7 +69,7 @@ def test_kernels_page_spread_and_busy_come_from_stored_summaries(tmp_path: Path,
     inputs = rank_traces(tmp_path / "ranks", 3, kernels=1500)
     store = RunStore(tmp_path / "data")
     stored = store.open(partitioned_run(store, inputs, "stored"))
-    computed = store.open(store.ingest([inputs], name="computed"))
+    computed = store.open(ingest_paths(store, [inputs], name="computed"))
     mine = run_views.kernel_view(stored, None, None, "name")
     theirs = run_views.kernel_view(computed, None, None, "name")
     assert mine.spread is not None and theirs.spread is not None

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.browser.conftest import Server, start_server
 from tests.collectors.triton_ir_fixtures import compile_log, with_extra_pass
@@ -25,7 +26,7 @@ def compiler_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server
     for name, text in (("small", compile_log("add_kernel", 1024)), ("large", compile_log("add_kernel", 2048)),
                        ("extra", with_extra_pass("add_kernel", 1024))):
         (root / f"{name}.txt").write_text(text)
-        ids[name] = store.ingest([root / f"{name}.txt"], name=f"compile-{name}")
+        ids[name] = ingest_paths(store, [root / f"{name}.txt"], name=f"compile-{name}")
     running = start_server(root / "data", root / "server.log")
     running.extra.update(ids)
     yield running

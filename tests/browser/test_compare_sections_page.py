@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dashboard.demo import tt_memory_log
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.browser.conftest import Server, start_server
 from tests.support.kernel_tables import kernel_tables
@@ -25,7 +26,7 @@ def compare_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
     store = RunStore(running.data_dir)
     memory = next(info.id for info in store.list_runs() if info.name == "demo-memory")
     planner = next(info.id for info in store.list_runs() if info.name == "demo-planner")
-    small = store.ingest(tt_memory_log.write(root / "memory-small", n_ops=200), name="memory-small")
+    small = ingest_paths(store, tt_memory_log.write(root / "memory-small", n_ops=200), name="memory-small")
     series = [store.write("series", kernel_tables(kernels_per_stream=40 + 20 * i, seed=i)) for i in range(3)]
     running.extra.update(memory=memory, small=small, series=series, planner=planner)
     yield running

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Frame, Page, expect
 
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.support.dot_graphs import TABLES_DOT
 
@@ -49,7 +50,7 @@ def patient_expect() -> Iterator[None]:
 def tables_run(server, tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("graphviz") / "launch_order.dot"
     path.write_text(TABLES_DOT)
-    return RunStore(server.data_dir).ingest([path], name="launch-order")
+    return ingest_paths(RunStore(server.data_dir), [path], name="launch-order")
 
 
 def open_drawing(page: Page, server, run_id: str) -> Frame:
@@ -154,7 +155,7 @@ def test_a_big_graph_opens_readable_and_fit_shows_all_of_it(page: Page, server, 
     chain = " -> ".join(f"n{i}" for i in range(80))
     path = tmp_path / "wide.dot"
     path.write_text(f"digraph wide {{ rankdir=LR; node [shape=plaintext];\n{cells}{chain};\n}}\n")
-    run_id = RunStore(server.data_dir).ingest([path], name="wide")
+    run_id = ingest_paths(RunStore(server.data_dir), [path], name="wide")
     page.set_viewport_size({"width": 1440, "height": 1000})
     frame = open_drawing(page, server, run_id)
     frame_element = page.locator("iframe#planner-dot-svg")

@@ -8,6 +8,7 @@ import polars as pl
 from playwright.sync_api import Page, expect
 
 from dashboard.analysis.units import format_bytes
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 
 GRAPH = "#memory-cuda-curves .js-plotly-plot"
@@ -74,7 +75,7 @@ def test_a_snapshot_run_shows_frames_and_fragmentation(page: Page, server, tmp_p
     from dashboard.demo import torch_snapshot
 
     path = torch_snapshot.write(tmp_path / "snapshot.pickle", steps=4)
-    run_id = RunStore(server.data_dir).ingest([path], name="cuda-snapshot")
+    run_id = ingest_paths(RunStore(server.data_dir), [path], name="cuda-snapshot")
     page.goto(f"{server.url}/memory?run={run_id}")
     expect(page.locator("#memory-cuda-cards")).to_contain_text("Fragmentation at the snapshot's end", timeout=20_000)
     _settled(page)

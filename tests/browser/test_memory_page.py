@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 
 from dashboard.analysis.memory import peaks
 from dashboard.demo import tt_memory_log
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 
 GRAPH = "#memory-curves .js-plotly-plot"
@@ -20,7 +21,7 @@ TRACKS = 4  # DRAM, L1, L1_SMALL and fragmentation (the demo has no TRACE region
 @pytest.fixture(scope="module")
 def run_id(server, tmp_path_factory: pytest.TempPathFactory) -> str:
     sources = tt_memory_log.write(tmp_path_factory.mktemp("memory-sources"))
-    return RunStore(server.data_dir).ingest(sources, name="memory-page")
+    return ingest_paths(RunStore(server.data_dir), sources, name="memory-page")
 
 
 @pytest.fixture(scope="module")

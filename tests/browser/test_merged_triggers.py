@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from dashboard.demo import tt_memory_log, ws_dumps
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.support.dash_requests import callback_payload
 from tests.support.layered_run import DEVICE_METADATA, layered_tables
@@ -32,8 +33,8 @@ def runs(server, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     store = RunStore(server.data_dir)
     return {
         "kernels": store.write("merged", layered_tables(), metadata=DEVICE_METADATA),
-        "memory": store.ingest(tt_memory_log.write(root / "memory-sources"), name="merged-memory"),
-        "planner": store.ingest(ws_dumps.write(root / "ws"), name="merged-planner"),
+        "memory": ingest_paths(store, tt_memory_log.write(root / "memory-sources"), name="merged-memory"),
+        "planner": ingest_paths(store, ws_dumps.write(root / "ws"), name="merged-planner"),
     }
 
 

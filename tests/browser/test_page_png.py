@@ -11,7 +11,7 @@ import pytest
 from PIL import Image, ImageChops
 from playwright.sync_api import Browser, Page, expect
 
-from dashboard.auth import make_user_line
+from dashboard.server.auth import make_user_line
 from dashboard.store import RunStore
 
 WIDTH = 1280

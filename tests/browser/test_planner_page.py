@@ -16,6 +16,7 @@ from playwright.sync_api import Page, expect
 
 from dashboard.analysis import planner_liveness as liveness
 from dashboard.demo import ws_dumps
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.layouts.planner_scripts import EXPORT_GAP, EXPORT_SCALE, GRAPH_IMAGE_OPTIONS_JS
 from dashboard.store import RunStore
 
@@ -41,7 +42,7 @@ def patient_expect() -> Iterator[None]:
 def planner_run(server, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, pl.DataFrame]]:
     folder = tmp_path_factory.mktemp("planner") / "ws"
     store = RunStore(server.data_dir)
-    run_id = store.ingest(ws_dumps.write(folder), name="planner-views")
+    run_id = ingest_paths(store, ws_dumps.write(folder), name="planner-views")
     run = store.open(run_id)
     return run_id, {table: run.frame(table) for table in ("ws_buffers", "ws_ops", "ws_channels")}
 
@@ -296,7 +297,7 @@ def test_a_plain_dot_run_shows_the_plain_graph(page: Page, server, console_error
         pytest.skip("Graphviz (dot) not installed; .ci/run installs it")
     path = tmp_path / "pipeline.dot"
     path.write_text(PLAIN_DOT)
-    run_id = RunStore(server.data_dir).ingest([path], name="plain-dot")
+    run_id = ingest_paths(RunStore(server.data_dir), [path], name="plain-dot")
     page.goto(f"{server.url}/planner?run={run_id}")
     frame_element = page.locator("iframe#planner-dot-svg")
     expect(frame_element).to_have_attribute("data-ready", "1", timeout=30_000)
@@ -318,7 +319,7 @@ def test_a_2000_op_graph_stays_interactive(page: Page, server, console_errors: l
     """Tap -> highlight on the generated 2000-op combined graph; the times are printed for the report."""
     folder = tmp_path / "big"
     ws_dumps.write_dump_folder(folder, [(ws_dumps.attention_kernel(sub_tiles=70), True)])
-    run_id = RunStore(server.data_dir).ingest([folder], name="planner-2000-ops")
+    run_id = ingest_paths(RunStore(server.data_dir), [folder], name="planner-2000-ops")
     page.set_viewport_size({"width": 1600, "height": 1000})
     page.goto(f"{server.url}/planner?run={run_id}")
     page.wait_for_function(f"() => {{ const el = document.querySelector('#planner-graph');"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.browser.test_foundation import wait_for_dash
 from tests.collectors.test_kineto_parsing import launch, write, x
@@ -18,7 +19,7 @@ def test_dropped_kernels_are_told_on_the_runs_page_and_the_kernels_page(page: Pa
     events = [x("cpu_op", "aten::mm", 10, 50, **{"External id": 1}), *launch(11, 1, 20, 3, ext=1),
               *launch(12, 2, 7e14, 3, ext=1)]
     path = write(tmp_path / "warned.json", events)
-    run_id = RunStore(server.data_dir).ingest([path], name="warned")
+    run_id = ingest_paths(RunStore(server.data_dir), [path], name="warned")
 
     page.goto(server.url + "/")
     wait_for_dash(page)

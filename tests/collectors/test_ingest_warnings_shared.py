@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dashboard.cli import cli
+from dashboard.cli.main import cli
 from dashboard.store import RunStore
 
 pytestmark = pytest.mark.shared

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.collectors import registry
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.collectors.test_kineto_parsing import launch, write, x
 
@@ -31,7 +32,7 @@ def test_a_trace_of_profiler_ranges_and_ops_warns_that_it_has_no_kernels(tmp_pat
         f"{path}: no GPU kernels (5 CPU ops, 3 cuda_profiler_range events)",
         f"{path}: 3 cuda_profiler_range events {UNKNOWN_TAIL}",
     ]
-    run_id = RunStore(data_dir).ingest([path])
+    run_id = ingest_paths(RunStore(data_dir), [path])
     info = RunStore(data_dir).open(run_id).info
     assert info.warnings == run.warnings
     assert "kernels" not in info.evidence and "layers" in info.evidence
@@ -40,7 +41,7 @@ def test_a_trace_of_profiler_ranges_and_ops_warns_that_it_has_no_kernels(tmp_pat
 def test_api_calls_alone_do_not_make_a_kernel_run(tmp_path: Path, data_dir: Path) -> None:
     calls = [x("cuda_runtime", "cudaMalloc", 5 + i, 1, **{"correlation": i}) for i in range(2)]
     path = write(tmp_path / "cpu_only.json", [*_ops(4), *calls])
-    run_id = RunStore(data_dir).ingest([path])
+    run_id = ingest_paths(RunStore(data_dir), [path])
     info = RunStore(data_dir).open(run_id).info
     assert info.row_counts["api_calls"] == 2
     assert "kernels" not in info.evidence

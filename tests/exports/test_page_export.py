@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from dashboard.cli import cli
+from dashboard.cli.main import cli
 from dashboard.demo import seed_demo
 from dashboard.exports.page_figures import PAGES, page_figures, pages_for
 from dashboard.exports.png import CAPTION_HEIGHT, DEFAULT_HEIGHT

@@ -11,6 +11,7 @@ import pytest
 
 from dashboard.analysis.dot_sources import DotSourceMissing, element_details, plain_graph_source
 from dashboard.figures import graphviz_svg
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.support.dot_graphs import TABLES_DOT
 
@@ -82,8 +83,8 @@ def plain_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[RunStor
     (inputs / "dumps" / "deep" / "two.dot").write_text(TWO_GRAPHS)
     store = RunStore(tmp_path / "data")
     monkeypatch.chdir(inputs)
-    single = store.ingest([Path("order.dot")], name="order")
-    folder = store.ingest([Path("dumps")], name="folder")
+    single = ingest_paths(store, [Path("order.dot")], name="order")
+    folder = ingest_paths(store, [Path("dumps")], name="folder")
     monkeypatch.chdir(tmp_path)  # read back from elsewhere: the run's own copy is used
     return store, single, folder
 

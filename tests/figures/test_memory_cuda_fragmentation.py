@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.demo import torch_snapshot as demo
+from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from dashboard.views import memory_cuda
 from tests.analysis.test_cuda_fragmentation import _builder
@@ -27,7 +28,7 @@ def _figure(store: RunStore, run_id: str):
 def test_a_snapshot_gets_a_fragmentation_row_with_the_replayed_values(store: RunStore, tmp_path: Path) -> None:
     path = tmp_path / "snap.pickle"
     path.write_bytes(pickle.dumps(demo.snapshot_of([_builder()])))
-    run_id = store.ingest([path])
+    run_id = ingest_paths(store, [path])
     figure = _figure(store, run_id)
     (line,) = [trace for trace in figure.data if trace.name == "cuda:0 fragmentation"]
     # After each of the 13 entries (see _builder): S1 alone, a, a b, a b c, b requested: one free block (0);

@@ -110,10 +110,10 @@ def test_every_python_regex_module_is_audited() -> None:
         "collectors/triton_ws/semantics.py", "analysis/timeline_lanes.py",
         # Single-pass patterns without nested or adjacent quantifiers over the same characters
         # (character classes, anchored literals, bounded `\d{1,4}`): linear as written.
-        "file_names.py", "figures/planner_graph.py", "collectors/nsys/enums.py", "collectors/nsys/readers.py",
+        "views/file_names.py", "figures/planner_graph.py", "collectors/nsys/enums.py", "collectors/nsys/readers.py",
         "collectors/tt/common.py", "collectors/tt/runtime_log.py", "collectors/kineto/decode.py",
         "collectors/kineto/parallel.py", "collectors/kineto/tables.py", "capture/rank_merge.py",
-        "capture/cupti_backend.py", "app.py", "store.py", "collectors/kineto/flops.py", "views/chart_events.py",
+        "capture/cupti_backend.py", "app.py", "store/runs.py", "collectors/kineto/flops.py", "views/chart_events.py",
         "analysis/kernel_names.py", "views/memory_data.py", "pages/home.py",
         "collectors/kineto/ranges.py", "collectors/triton_ir/headers.py",
         # Possessive or single-path patterns over disjoint character classes, literals, or tokens

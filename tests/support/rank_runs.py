@@ -11,7 +11,7 @@ from pathlib import Path
 
 from benchmarks.gen_kineto_trace import write_trace
 from dashboard.analysis.rank_summaries import reduce_summaries
-from dashboard.cluster_worker import TOKEN_FILE, parse_file
+from dashboard.ingest.cluster_worker import TOKEN_FILE, parse_file
 from dashboard.store import SUMMARY_PREFIX, RunStore
 
 

@@ -108,7 +108,7 @@ _LINK_ONLY = ("pid_key", "tid_key", "external_id")
 def in_time_order_by_kind(linked: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(kernels, copies and memsets) of the linked GPU events, each sorted by start, in one gather each.
 
-    Tables are stored in time order (`run_writer.write_table` sorts what is not): GPU events of several
+    Tables are stored in time order (`store.files.write_table` sorts what is not): GPU events of several
     streams arrive slightly out of order, and a filter here plus that sort were two copies of the largest
     table, the second at the very end of the ingest. Both gathers come first so that the caller can let
     the linked events go before the tables are built (they were ~45 MB of the peak at 262 MB).

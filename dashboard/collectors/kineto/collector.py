@@ -147,7 +147,7 @@ class KinetoCollector:
         progress(0.85, "linking GPU activity to ops, passes and layers")
         # Linking, then passes and layers, one after the other: side by side they saved ~0.1 s but lifted the
         # peak by ~40 MB at 262 MB, headroom that the ingest's allocator setting needs (it keeps freed pages
-        # briefly, which saves ~20 % of the time; see `dashboard.allocator`).
+        # briefly, which saves ~20 % of the time; see `dashboard.ingest.allocator`).
         linked = link_gpu(frames.pop("gpu"), frames.pop("api"), ranges) if frames["gpu"].height else None
         ranges = annotate(ranges, frames.pop("flow"))
         if linked is not None:

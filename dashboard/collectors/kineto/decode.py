@@ -34,6 +34,7 @@ import polars as pl
 
 from dashboard.collectors.base import IngestError, read_source_bytes
 from dashboard.collectors.failures import msgspec_offset
+from dashboard.collectors.gc_pause import gc_paused
 from dashboard.collectors.kineto.columns import (
     API_CATEGORIES,
     FLOW_CATEGORIES,
@@ -50,7 +51,6 @@ from dashboard.collectors.kineto.columns import (
     memory_frame,
     range_frame,
 )
-from dashboard.gc_pause import gc_paused
 
 # Events decoded at a time. 4 MB (~14 k events, ~7 MB of small objects) rather than 8: on the benchmark
 # trace a 100 MB range decoded in 0.55-0.58 s with 17 k page faults against 0.62-0.75 s with 36-60 k

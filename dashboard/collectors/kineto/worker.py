@@ -28,9 +28,9 @@ from typing import Any
 import msgspec
 import polars as pl
 
+from dashboard.collectors.gc_pause import gc_paused
 from dashboard.collectors.kineto.columns import CATEGORICAL_NAMES
 from dashboard.collectors.kineto.decode import DecodedTrace, decode_chunk, event_spans, frames_of_chunk
-from dashboard.gc_pause import gc_paused
 
 CUT_FAILED = 3
 KINDS = ("gpu", "api", "range", "flow", "memory")

@@ -1,9 +1,9 @@
-"""Writing a run's files into its staging folder, off the critical path where it can be.
+"""Writing a run's files into its staging folder: the canonical tables as parquet, the inputs byte for byte.
 
 Two costs the user waited for after parsing (issue 19, a 260 MB Kineto trace):
 copying the inputs byte for byte into `source/` (~0.5 s: the bytes go through
 the kernel once more) and encoding the parquet tables (~0.2 s). The copy needs
-nothing from the parse, so `SourceCopy` runs it in a thread while the inputs
+nothing from the parse, so `dashboard.ingest.pipeline.SourceCopy` runs it in a thread while the inputs
 are parsed (the copy is kernel work that does not hold the GIL); the tables
 are encoded two at a time in threads (polars releases the GIL while it writes),
 each as soon as the collector hands it over when it streams its tables
@@ -12,7 +12,8 @@ each as soon as the collector hands it over when it streams its tables
 
 from __future__ import annotations
 
-import threading
+import os
+import shutil
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -21,7 +22,6 @@ from typing import Any
 import polars as pl
 
 from dashboard import schema
-from dashboard.sources import copy_sources
 
 # zstd level 1: files as small as the default level's (6.8 vs 6.9 MB for a 264 MB trace) in 2/3 of the time;
 # lz4 or no compression measured no faster there (the encoding, not the compression, is the cost).
@@ -88,29 +88,34 @@ def write_tables(folder: Path, tables: dict[str, pl.DataFrame]) -> dict[str, int
     return writer.finish()
 
 
-class SourceCopy:
-    """The inputs copied under `target` in a background thread (see `sources.copy_sources`)."""
+def _skip_symlinks(folder: str, names: list[str]) -> list[str]:
+    return [name for name in names if os.path.islink(os.path.join(folder, name))]
 
-    def __init__(self, sources: Sequence[Path], target: Path) -> None:
-        self._sources, self._target = list(sources), target
-        self._copied: list[str] = []
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="copy-sources", daemon=True)
-        self._thread.start()
 
-    def _run(self) -> None:
-        try:
-            self._copied = copy_sources(self._sources, self._target)
-        except BaseException as exc:  # handed to the caller by result()
-            self._error = exc
+class SymlinkRefused(ValueError):
+    """A symbolic link was given as a source: a run never copies through a link (what it points to could be
+    anything the server can read, and a run's `source/` can be downloaded by every user)."""
 
-    def wait(self) -> None:
-        """Until the copy ended (before its folder may be removed)."""
-        self._thread.join()
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path}: symbolic link (to {os.readlink(path)}); give the file or folder it points to "
+                         "instead")
 
-    def result(self) -> list[str]:
-        """The copied paths relative to `target`; the copy's own error when it failed."""
-        self.wait()
-        if self._error is not None:
-            raise self._error
-        return self._copied
+
+def copy_sources(paths: Sequence[Path], target: Path) -> list[str]:
+    """Copy every input byte for byte under `target`, keeping folder structure; links are not copied."""
+    for path in paths:
+        if path.is_symlink():
+            raise SymlinkRefused(path)
+    target.mkdir(parents=True)
+    copied: list[str] = []
+    for index, path in enumerate(paths):
+        destination = target / path.name
+        if destination.exists():  # two inputs with one file name
+            destination = target / f"{index}" / path.name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            shutil.copytree(path, destination, symlinks=False, ignore=_skip_symlinks)
+        else:
+            shutil.copyfile(path, destination)
+        copied.append(str(destination.relative_to(target)))
+    return copied

@@ -56,6 +56,7 @@ def compile_capture_command(script: Path, args: tuple[str, ...], data_dir: Path,
                             kernel: str | None, llvm: bool, quiet: bool) -> None:
     """Run SCRIPT with Triton's pass dumps on, keep its stderr, and ingest it as a compiler run."""
     from dashboard.collectors.triton_ir import is_kernel_source
+    from dashboard.ingest.pipeline import ingest_paths
     from dashboard.store import RunStore
 
     script = script.resolve()
@@ -67,7 +68,7 @@ def compile_capture_command(script: Path, args: tuple[str, ...], data_dir: Path,
     if is_kernel_source(script.read_bytes()[:1 << 16]):
         inputs.append(script)  # kept with the run: the page shows its lines beside the IR
     try:
-        run_id = RunStore(data_dir).ingest(inputs, name=run_name)
+        run_id = ingest_paths(RunStore(data_dir), inputs, name=run_name)
     except IngestError as exc:
         hint = "" if log_path.stat().st_size else " (the script wrote nothing on stderr: did it compile a kernel?)"
         click.echo(f"error: {exc}{hint}", err=True)

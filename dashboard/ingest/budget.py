@@ -2,7 +2,7 @@
 
 A parser that runs away (a pathological regular expression, a decompression
 bomb, a bug) must cost the server one child process, never a worker: the
-child runs `RunStore.ingest`, reports progress itself, and sends its outcome
+child runs `pipeline.ingest_paths`, reports progress itself, and sends its outcome
 back on a pipe. The parent only waits (in a thread that holds no lock and
 no GIL while it waits), and kills the child's whole process group when
 
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dashboard.allocator import ALLOCATOR_ENV, input_bytes, setting_for
 from dashboard.collectors.base import IngestError
+from dashboard.ingest.allocator import ALLOCATOR_ENV, input_bytes, setting_for
 from dashboard.store import RunStore
 
 MB = 1024 * 1024
@@ -181,7 +181,7 @@ def run_in_child(data_dir: Path, paths: Sequence[Path], name: str | None, budget
     names = ", ".join(str(p) for p in paths)
     spec = {"data_dir": str(data_dir), "paths": [str(p) for p in paths], "name": name, "debug": debug,
             "job": job, "parent_pid": os.getpid(), "backstop_seconds": _backstop(budget)}
-    process = subprocess.Popen([sys.executable, "-m", "dashboard.ingest_child"], stdin=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", "dashboard.ingest.child"], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, env=_child_env(paths), start_new_session=True)
     assert process.stdin is not None and process.stdout is not None
     try:

@@ -30,11 +30,18 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.analysis.rank_summaries import reduce_summaries
-from dashboard.cluster_worker import TOKEN_FILE, FolderNotShared, PartResult, check_shared, parse_file, peak_rss_bytes
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, ProgressFn, no_progress
-from dashboard.sources import refuse_symlink_inputs
-from dashboard.store import SUMMARY_PREFIX, RunStore, default_name
+from dashboard.ingest.cluster_worker import (
+    TOKEN_FILE,
+    FolderNotShared,
+    PartResult,
+    check_shared,
+    parse_file,
+    peak_rss_bytes,
+)
+from dashboard.ingest.sources import default_name, refuse_symlink_inputs
+from dashboard.store import SUMMARY_PREFIX, RunStore
 
 CONNECT_TIMEOUT_S = 10.0
 SETTLE_TIMEOUT_S = 120.0  # how long a failed ingest waits for running workers before removing its staging
@@ -85,7 +92,7 @@ def _fork_warm_workers(distributed: Any) -> Iterator[None]:
 
     with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
         context = distributed.utils.get_mp_context()  # Dask sets its own preload list on first use
-        context.set_forkserver_preload(["distributed", "polars", "dashboard.cluster_worker",
+        context.set_forkserver_preload(["distributed", "polars", "dashboard.ingest.cluster_worker",
                                         *registry.COLLECTOR_MODULES])
         yield
 

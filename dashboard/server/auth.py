@@ -15,7 +15,7 @@ whole policy, so it is easy to audit.
 
 Behind a login every answer is `Cache-Control: private` (a `public` one, such
 as Dash's year-long asset caching, is made private): a shared cache must not
-keep what needed a password. Downloads are `no-store` (server_security.py).
+keep what needed a password. Downloads are `no-store` (security.py).
 
 Failed logins are rate-limited per client address and per user: past
 `FAILED_LOGINS_PER_WINDOW` failures in `FAILED_LOGIN_WINDOW_S` the answer is
@@ -49,7 +49,7 @@ from pathlib import Path
 from flask import Flask, Response, request
 from werkzeug.security import check_password_hash, generate_password_hash
 
-log = logging.getLogger("dashboard.auth")
+log = logging.getLogger("dashboard.server.auth")
 
 # Paths that answer without a login: a load balancer's health check.
 OPEN_PATHS = frozenset({"/health"})

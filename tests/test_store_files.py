@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from dashboard import schema
-from dashboard.run_writer import SourceCopy, write_tables
+from dashboard.ingest.pipeline import SourceCopy
+from dashboard.store.files import write_tables
 
 
 def _kernels(starts: list[int | None]) -> pl.DataFrame:
@@ -38,7 +39,7 @@ def test_a_source_copy_gives_the_copied_names_or_its_own_error(tmp_path: Path) -
 
 
 def test_a_table_writer_writes_as_tables_arrive_and_refuses_one_twice(tmp_path: Path) -> None:
-    from dashboard.run_writer import TableWriter
+    from dashboard.store.files import TableWriter
 
     writer = TableWriter(tmp_path)
     writer.write("ranges", pl.DataFrame({"name": ["step"], "start_ns": [1], "end_ns": [9], "rank": [0]}))
@@ -51,7 +52,7 @@ def test_a_table_writer_writes_as_tables_arrive_and_refuses_one_twice(tmp_path: 
 
 
 def test_a_failed_write_is_raised_by_finish(tmp_path: Path) -> None:
-    from dashboard.run_writer import TableWriter
+    from dashboard.store.files import TableWriter
 
     writer = TableWriter(tmp_path / "missing-folder")
     writer.write("kernels", _kernels([1]))

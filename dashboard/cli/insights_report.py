@@ -1,4 +1,4 @@
-"""`report RUN`: the /insights page as text or JSON, for terminals and CI (no Dash, no plotly on this path).
+"""What `report RUN` prints: the /insights page as text or JSON, for terminals and CI (no Dash, no plotly on this path).
 
 JSON: {"run", "gpu_time": [per rank: span_ns, idle_ns, compute_ns, communication_ns, memory_ns, ... shares],
 "steps": [the same per rank and profiler step], "idle_causes": [rank, cause, gaps, idle_ns],
@@ -85,3 +85,4 @@ def report_text(run: Run, base_url: str = "") -> str:
     if insights.skipped:
         lines += ["", "Not analysed: " + "; ".join(insights.skipped) + "."]
     return "\n".join(lines)
+

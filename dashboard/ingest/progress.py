@@ -1,4 +1,4 @@
-"""The phases of an ingest, in order and timed: what the CLI prints line by line, an upload's status lists.
+"""Progress of an ingest: the CLI's lines on stderr, and the phases in order and timed, as an upload lists them.
 
 Progress reaches a sink as (fraction, message) calls, many per phase; a phase
 is a run of calls with one message ("detecting formats", "kineto: decoding
@@ -9,8 +9,47 @@ long each took, however often its status is written.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from typing import Any
+
+
+class StderrProgress:
+    """Progress on stderr: a bar on a terminal, occasional lines elsewhere."""
+
+    # Quick work prints nothing, so a failure stays one line on stderr (benchmarks set
+    # DASHBOARD_PROGRESS_QUIET_S=0 to see every phase from the start).
+    QUIET_SECONDS = float(os.environ.get("DASHBOARD_PROGRESS_QUIET_S") or 1.0)
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self.started = time.monotonic()
+        self.last_print = 0.0
+        self.last_message = ""
+        self.printed = False
+
+    def __call__(self, fraction: float | None, message: str) -> None:
+        now = time.monotonic()
+        if now - self.started < self.QUIET_SECONDS:
+            return
+        if message == self.last_message and now - self.last_print < 0.5:
+            return
+        self.last_print, self.last_message = now, message
+        percent = "" if fraction is None else f"{fraction * 100:5.1f}% "
+        line = f"{self.label}: {percent}{message}"
+        if self.tty:
+            sys.stderr.write("\r\x1b[2K" + line)
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        self.printed = True
+
+    def done(self) -> None:
+        if self.tty and self.printed:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
 
 
 class PhaseLog:

@@ -28,7 +28,7 @@ benchmark traces (two cores, interleaved runs):
   3.9 s at 1.09x.
 
 The server keeps polars' default; an upload, parsed in a child process
-(`ingest_budget`), gets the setting the command line would choose.
+(`budget.py`), gets the setting the command line would choose.
 jemalloc reads its settings from the environment once, when polars loads:
 `choose_for_ingest` must run before the first `import polars` of the process,
 and decode workers inherit the setting. A setting the user made

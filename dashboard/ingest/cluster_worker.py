@@ -30,7 +30,7 @@ import polars as pl
 from dashboard.analysis.rank_summaries import rank_summaries
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError
-from dashboard.run_writer import PARQUET_OPTIONS
+from dashboard.store.files import PARQUET_OPTIONS
 
 TOKEN_FILE = ".cluster-token"
 NO_RANK = "none"  # partition of a table without a rank column (or a null rank)

@@ -5,7 +5,7 @@ job's status file. Status lives on disk (not in process memory) so several
 gunicorn workers sharing one data folder all see the same progress.
 
 The parse itself runs in a child process with a time and memory budget
-(`ingest_budget`): a runaway parser costs that child, never a worker, and the
+(`budget.py`): a runaway parser costs that child, never a worker, and the
 job fails with a message naming the files and the limit. The child writes the
 job's progress; the worker's thread only waits for it and records the outcome.
 
@@ -31,11 +31,11 @@ from typing import Any
 
 from dashboard.collectors.base import ProgressFn
 from dashboard.collectors.failures import ingest_failure
-from dashboard.ingest_budget import Budget, run_in_child, scaled_budget
-from dashboard.owners import owner_is_gone
-from dashboard.progress_phases import PhaseLog
+from dashboard.ingest.budget import Budget, run_in_child, scaled_budget
+from dashboard.ingest.progress import PhaseLog
 from dashboard.settings import Settings
 from dashboard.store import RunStore
+from dashboard.store.owners import owner_is_gone
 
 _log = logging.getLogger(__name__)
 
@@ -273,7 +273,7 @@ class IngestJobs:
 
 def throttled_status(jobs: IngestJobs, job: dict[str, Any]) -> ProgressFn:
     """A progress sink writing the job's status file at most five times a second (from the child), and at
-    every new phase: the status lists the phases the CLI prints (`progress_phases`)."""
+    every new phase: the status lists the phases the CLI prints (`progress.py`)."""
     last_write = 0.0
     upload_folder = Path(job["upload"])
     phases = PhaseLog()

@@ -29,9 +29,7 @@ from dashboard.analysis.compare_planner import (
 from dashboard.analysis.planner_liveness import planner_groups
 from dashboard.store import Run
 from dashboard.views import run_views
-
-# Evidence kinds compared, in report order.
-SECTIONS = ("kernels", "layers", "memory", "cuda_memory", "planner", "compiler")
+from dashboard.views.compare_sides import memory_rank, shared_evidence
 
 
 def _clean(value: Any) -> Any:
@@ -43,10 +41,6 @@ def _clean(value: Any) -> Any:
 
 def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return [{k: _clean(v) for k, v in row.items()} for row in frame.to_dicts()]
-
-
-def shared_evidence(run_a: Run, run_b: Run) -> list[str]:
-    return [kind for kind in SECTIONS if run_a.has_evidence(kind) and run_b.has_evidence(kind)]
 
 
 def kernel_section(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, Any]:
@@ -87,12 +81,6 @@ def layer_section(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, Any]:
     layers = layer_comparison(run_views.layer_view(run_a, a.rank, None).stats,
                               run_views.layer_view(run_b, b.rank, None).stats)
     return {"rows": _rows(layers)}
-
-
-def memory_rank(run: Run, wanted: int | None) -> int:
-    """The op_memory rank a side shows: the wanted one when it has it, else its first."""
-    ranks = sorted(run.scan("op_memory").select(pl.col("rank").unique()).collect().get_column("rank").to_list())
-    return wanted if wanted in ranks else (ranks[0] if ranks else 0)
 
 
 def memory_section(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, Any]:

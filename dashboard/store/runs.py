@@ -1,4 +1,4 @@
-"""Runs on disk: list, open (lazily, cached), ingest, delete; never overwrite.
+"""Runs on disk: list, open (lazily, cached), publish, delete; never overwrite.
 
 A run is `DATA/runs/<name>-<YYYYMMDD-HHMMSS>/` with `run.json`, one parquet
 file per canonical table present, and `source/` holding the original inputs
@@ -7,9 +7,9 @@ byte for byte. A run is assembled in `DATA/.staging/` and renamed into
 staging folder has an `<folder>.owner` file naming the process that writes it,
 so the leftovers of a dead process are removed at the next ingest.
 
-Symbolic links are never followed: a link given as an input is refused, and a
-link inside an input folder (to a file or a folder) is neither parsed nor
-copied, with a warning naming it.
+The store knows nothing of parsing: `dashboard.ingest` turns a user's paths
+into tables and hands the store a filled staging folder to publish; capture
+and the demo publish tables they built with `RunStore.write`.
 """
 
 from __future__ import annotations
@@ -31,18 +31,14 @@ from typing import Any
 import polars as pl
 
 from dashboard import schema
-from dashboard.collectors import registry
-from dashboard.collectors.base import IngestError, ProgressFn, no_progress
-from dashboard.owners import owner_is_gone, read_owner, write_owner
-from dashboard.run_writer import SourceCopy, TableWriter, write_tables
-from dashboard.sources import copy_sources, refuse_symlink_inputs, symlinks_under
+from dashboard.store.files import copy_sources, write_tables
+from dashboard.store.owners import owner_is_gone, read_owner, write_owner
 
 RUN_FILE = "run.json"
 SOURCE_DIR = "source"
 STAGING_DIR = ".staging"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$")
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
-_KNOWN_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".sqlite", ".log", ".dot", ".txt", ".csv")
 # A staging folder whose owner cannot be checked (none recorded, or another host's)
 # and older than this belongs to an ingest that died.
 STALE_STAGING_SECONDS = 6 * 3600
@@ -150,20 +146,6 @@ def safe_name(name: str) -> str:
     return cleaned[:100] or "run"
 
 
-def default_name(paths: Sequence[Path]) -> str:
-    """A run name from the first input, without format suffixes."""
-    if not paths:
-        return "run"
-    stem = Path(paths[0]).name
-    while True:
-        lowered = stem.lower()
-        suffix = next((s for s in _KNOWN_SUFFIXES if lowered.endswith(s) and len(stem) > len(s)), None)
-        if suffix is None:
-            break
-        stem = stem[: -len(suffix)]
-    return safe_name(stem)
-
-
 def _folder_size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
@@ -236,44 +218,6 @@ class RunStore:
         return True
 
     # ---- writing -------------------------------------------------------
-    def ingest(
-        self,
-        paths: Sequence[Path | str],
-        name: str | None = None,
-        progress: ProgressFn = no_progress,
-    ) -> str:
-        """Detect, parse and store the inputs as one new run; return its id."""
-        inputs = [Path(p) for p in paths]
-        if not inputs:
-            raise IngestError("(no input)", "nothing to ingest: give at least one file or folder")
-        self.remove_stale_staging()
-        refuse_symlink_inputs(inputs)
-        skipped_links = [f"{link}: symbolic link, skipped" for link in symlinks_under(inputs)]
-        name = name or default_name(inputs)
-        staging = self.new_staging(name)
-        # The inputs are copied into the run while they are parsed: the copy needs nothing from the parse.
-        copying = SourceCopy(inputs, staging / SOURCE_DIR)
-        # Tables a collector hands over as they are ready are written while it builds the next.
-        writer = TableWriter(staging)
-        try:
-            collected = registry.collect(inputs, progress, sink=writer.write)
-            if not collected.tables and not writer.tables:
-                # Say why when the rows were there but none could be kept.
-                reasons = "; ".join(w.removeprefix(f"{inputs[0]}: ") for w in collected.warnings[:3])
-                raise IngestError(inputs[0], "recognised, but it holds no events or records to show"
-                                  + (f" ({reasons})" if reasons else ""))
-            progress(None, "writing run")
-            for table, frame in collected.tables.items():
-                writer.write(table, frame)
-            row_counts = writer.finish()
-            return self.publish_staging(staging, name, row_counts, copying.result(), inputs,
-                                        collected.parse_seconds, collected.collectors, collected.metadata,
-                                        skipped_links + collected.warnings)
-        finally:
-            writer.close()  # before the folder it writes into is removed
-            copying.wait()
-            self.drop_staging(staging)
-
     def write(
         self,
         name: str,

@@ -1,4 +1,4 @@
-"""The child side of a budgeted ingest: `python -m dashboard.ingest_child` (started by `ingest_budget`).
+"""The child side of a budgeted ingest: `python -m dashboard.ingest.child` (started by `budget.py`).
 
 It reads its task as one line of JSON on stdin, says `ready` on its private channel once
 its modules are loaded (the parent starts the clock then), ingests, and
@@ -38,8 +38,8 @@ def main() -> None:
         # Default action (terminate) even inside C code that never returns to Python.
         signal.alarm(int(spec["backstop_seconds"]))
 
-    from dashboard.cli import StderrProgress
-    from dashboard.jobs import IngestJobs, throttled_status
+    from dashboard.ingest.jobs import IngestJobs, throttled_status
+    from dashboard.ingest.progress import StderrProgress
     from dashboard.store import RunStore
 
     store = RunStore(spec["data_dir"])
@@ -60,16 +60,18 @@ def main() -> None:
         channel.write(json.dumps(outcome) + "\n")
         channel.close()
     # Alive until the parent has taken the job back from this process (it then closes stdin; a parent
-    # that died closes it too): see `ingest_budget._release`.
+    # that died closes it too): see `budget._release`.
     with contextlib.suppress(OSError, ValueError):
         sys.stdin.read()
 
 
 def _ingest(store: Any, spec: dict[str, Any], progress: Any) -> dict[str, Any]:
     from dashboard.collectors.base import IngestError
+    from dashboard.ingest.pipeline import ingest_paths
 
     try:
-        return {"run_id": store.ingest([Path(p) for p in spec["paths"]], name=spec.get("name"), progress=progress)}
+        return {"run_id": ingest_paths(store, [Path(p) for p in spec["paths"]], name=spec.get("name"),
+                                       progress=progress)}
     except IngestError as exc:
         _log(spec)
         return {"path": exc.path, "problem": exc.problem, "message": str(exc)}
@@ -87,7 +89,7 @@ def _log(spec: dict[str, Any]) -> None:
 
 
 def _failure(outcome: dict[str, Any]) -> Exception:
-    from dashboard.ingest_budget import ChildIngestFailed, ingest_error
+    from dashboard.ingest.budget import ChildIngestFailed, ingest_error
 
     if "path" in outcome:
         return ingest_error(outcome)

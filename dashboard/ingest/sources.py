@@ -1,21 +1,23 @@
-"""A user's inputs as a run keeps them: copied byte for byte, never through a symbolic link.
+"""A user's inputs as ingest reads them: never through a symbolic link, named after the first input.
 
 A link could point anywhere the server can read (`notes.txt -> /etc/passwd`,
 a linked folder holding a whole tree), and what lands in a run's `source/`
 can be downloaded by every user of the server. So a link given as an input is
 refused with one line, and a link inside an input folder is neither parsed
-(see `collectors.registry._files_under`) nor copied; the store reports each
-one as a warning of the run.
+(see `collectors.registry._files_under`) nor copied (`store.files.copy_sources`);
+the run lists each one as a warning.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
 from dashboard.collectors.base import IngestError
+from dashboard.store import safe_name
+
+_KNOWN_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".sqlite", ".log", ".dot", ".txt", ".csv")
 
 
 def symlinks_under(paths: Sequence[Path]) -> list[Path]:
@@ -37,23 +39,15 @@ def refuse_symlink_inputs(paths: Sequence[Path]) -> None:
                                     "points to instead")
 
 
-def _skip_symlinks(folder: str, names: list[str]) -> list[str]:
-    return [name for name in names if os.path.islink(os.path.join(folder, name))]
-
-
-def copy_sources(paths: Sequence[Path], target: Path) -> list[str]:
-    """Copy every input byte for byte under `target`, keeping folder structure; links are not copied."""
-    refuse_symlink_inputs(paths)
-    target.mkdir(parents=True)
-    copied: list[str] = []
-    for index, path in enumerate(paths):
-        destination = target / path.name
-        if destination.exists():  # two inputs with one file name
-            destination = target / f"{index}" / path.name
-            destination.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir():
-            shutil.copytree(path, destination, symlinks=False, ignore=_skip_symlinks)
-        else:
-            shutil.copyfile(path, destination)
-        copied.append(str(destination.relative_to(target)))
-    return copied
+def default_name(paths: Sequence[Path]) -> str:
+    """A run name from the first input, without format suffixes."""
+    if not paths:
+        return "run"
+    stem = Path(paths[0]).name
+    while True:
+        lowered = stem.lower()
+        suffix = next((s for s in _KNOWN_SUFFIXES if lowered.endswith(s) and len(stem) > len(s)), None)
+        if suffix is None:
+            break
+        stem = stem[: -len(suffix)]
+    return safe_name(stem)
