@@ -22,11 +22,13 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from scratch import work_folder
+
 from dashboard.demo import triton_compile
+from dashboard.ingest.pipeline import ingest_paths
 
 _CHILD = """
 import json, resource, sys, time
@@ -71,7 +73,7 @@ def time_render(data_dir: Path, seed: Path) -> None:
     from dashboard.views.compiler_data import compiler_data
 
     store = server_state.configure(Settings(data_dir=data_dir, seed_demo=False))
-    run_id = store.ingest([seed, seed.with_name(triton_compile.KERNELS)], name="bench-compiler")
+    run_id = ingest_paths(store, [seed, seed.with_name(triton_compile.KERNELS)], name="bench-compiler")
     run = store.open(run_id)
     data = compiler_data(run)
     for label in ("cold", "warm"):
@@ -93,8 +95,7 @@ def main() -> None:
     parser.add_argument("--size-mb", type=float, default=1000)
     parser.add_argument("--folder", type=Path, help="keep the generated log here (default: a temp folder)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = args.folder or Path(scratch)
+    with work_folder(args.folder) as folder:
         started = time.perf_counter()
         big, seed = make_log(folder, args.size_mb)
         size = big.stat().st_size

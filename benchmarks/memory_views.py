@@ -24,7 +24,6 @@ import argparse
 import random
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +34,9 @@ sys.path.insert(0, str(REPO))
 
 from dash import no_update  # noqa: E402
 from plotly.io.json import to_json_plotly  # noqa: E402
+from scratch import work_folder  # noqa: E402
 
+from dashboard.ingest.pipeline import ingest_paths  # noqa: E402
 from dashboard.store import RunStore  # noqa: E402
 
 TARGET_MS = 100.0
@@ -69,7 +70,7 @@ def build_store(ops: int, folder: Path) -> tuple[RunStore, str, float]:
     started = time.perf_counter()
     sources = tt_memory_log.write(folder / "sources", n_ops=ops)
     store = RunStore(folder / "data")
-    run_id = store.ingest(sources, name=f"memory-{ops}")
+    run_id = ingest_paths(store, sources, name=f"memory-{ops}")
     return store, run_id, time.perf_counter() - started
 
 
@@ -179,8 +180,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--store", type=Path, help="reuse (or create) the generated run in this folder")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as temp:
-        folder = args.store or Path(temp)
+    with work_folder(args.store) as folder:
         existing = RunStore(folder / "data").list_runs() if (folder / "data").exists() else []
         if existing:
             store, run_id, seconds = RunStore(folder / "data"), existing[0].id, 0.0

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 import re
-import tempfile
 import time
 from pathlib import Path
+
+from scratch import work_folder
 
 from dashboard.collectors.base import no_progress
 from dashboard.collectors.tt.collector import COLLECTOR
@@ -58,8 +59,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--folder", type=Path, help="keep the generated run here (default: a temp folder)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = args.folder or Path(scratch)
+    with work_folder(args.folder) as folder:
         started = time.perf_counter()
         run = tt_memory_log.write(folder, n_ops=args.ops, with_json=False)[0]
         log = next(run.glob("*_profile.log"))
