@@ -173,3 +173,33 @@ def test_a_terminated_check_writes_its_summary(tmp_path: Path) -> None:
     summary = _summary(out)
     assert process.returncode == 128 + signal.SIGTERM, output
     assert summary["interrupted"] == "SIGTERM" and summary["ok"] is False
+
+
+def test_artifacts_over_the_limit_are_compressed_or_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.gpu_check import check
+
+    monkeypatch.setattr(check, "ARTIFACT_LIMIT", 4096)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "triton_mlir_dump.txt").write_bytes(b"// -----// IR Dump Before X //----- //\n" * 1000)  # compresses
+    (out / "memory_snapshot.pickle").write_bytes(os.urandom(8192))  # does not
+    (out / "small.json").write_text("{}")
+    args = check.parse_args(["--out", str(out), "--work", str(tmp_path / "work")])
+    device_check = check.DeviceCheck(args)
+    with pytest.raises(StageFailed, match=r"removed: memory_snapshot.pickle \(0.0 MiB compressed\)$"):
+        device_check.keep_artifacts()
+    assert sorted(p.name for p in out.iterdir()) == ["small.json", "triton_mlir_dump.txt.gz"]
+    assert sorted(device_check.artifacts) == ["small.json", "triton_mlir_dump.txt.gz"]
+
+
+def test_wheels_unpack_without_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import zipfile
+
+    wheel = tmp_path / "wheels" / "surely_absent_pkg-1.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("surely_absent_pkg/__init__.py", "VALUE = 7\n")
+        archive.writestr("surely_absent_pkg-1.0.dist-info/METADATA", "Name: surely-absent-pkg\nVersion: 1.0\n")
+    monkeypatch.setattr(wheels.importlib.util, "find_spec", lambda name: None)  # a venv without pip
+    assert wheels.install(wheel.parent, tmp_path / "site-packages") == 0
+    assert (tmp_path / "site-packages" / "surely_absent_pkg" / "__init__.py").read_text() == "VALUE = 7\n"

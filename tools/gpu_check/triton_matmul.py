@@ -2,8 +2,8 @@
 
     MLIR_ENABLE_DUMP=1 python tools/gpu_check/triton_matmul.py --out triton.json 2> mlir_dump.txt
 
-Triton prints every MLIR pass dump on stderr while it compiles (the caller points TRITON_CACHE_DIR at an
-empty folder, so the kernel is compiled, not loaded from a cache). `tl.dot` on Hopper goes through the
+Triton prints every MLIR pass dump on stderr while it compiles (the caller sets TRITON_ALWAYS_COMPILE=1,
+so the kernel is compiled, not loaded from a cache). `tl.dot` on Hopper goes through the
 warp-group MMA lowering, the interesting part of the pipeline. The result is compared with torch's
 matmul, and the target Triton compiled for goes to --out with the device's capability: the dump's
 `ttg.target` must name the same `cuda:<major><minor>`.

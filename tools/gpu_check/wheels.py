@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import importlib.util
 import platform
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 
@@ -60,6 +62,13 @@ def install(folder: Path, target: Path) -> int:
     if not wanted:
         return 0
     print(f"wheels: installing {', '.join(w.name for w in wanted)} into {target}")
+    if importlib.util.find_spec("pip") is None:
+        # A venv made without pip (uv makes them so): these wheels are plain archives of packages.
+        target.mkdir(parents=True, exist_ok=True)
+        for wheel in wanted:
+            with zipfile.ZipFile(wheel) as archive:
+                archive.extractall(target)
+        return 0
     command = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                "--no-cache-dir", "--upgrade", "--target", str(target), *map(str, wanted)]
     return subprocess.run(command, check=False).returncode
