@@ -203,3 +203,10 @@ def test_wheels_unpack_without_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(wheels.importlib.util, "find_spec", lambda name: None)  # a venv without pip
     assert wheels.install(wheel.parent, tmp_path / "site-packages") == 0
     assert (tmp_path / "site-packages" / "surely_absent_pkg" / "__init__.py").read_text() == "VALUE = 7\n"
+
+
+def test_the_final_stage_runs_on_the_reserve() -> None:
+    stages = Stages(deadline_s=15, log=io.StringIO())  # less than the reserve left for stages
+    assert stages.run("ingest", lambda: 1) is None  # skipped
+    assert stages.run("compare", lambda: stages.budget(60, final=True), reserve=False) == pytest.approx(15, abs=1)
+    assert stages.budget(60) == 0.0

@@ -94,7 +94,7 @@ class DeviceCheck:
         run("ingest-trace", lambda: self.ingest("kineto", self.out / TRACE, BUDGET["ingest-trace"]))
         run("ingest-snapshot", lambda: self.ingest("snapshot", self.out / SNAPSHOT, BUDGET["ingest-snapshot"]))
         run("ingest-dump", lambda: self.ingest("triton", self.out / DUMP, BUDGET["ingest-dump"]))
-        run("compare", self.compare)
+        run("compare", self.compare, reserve=False)
         run("artifacts", self.keep_artifacts, reserve=False)
 
     @staticmethod
@@ -166,7 +166,7 @@ class DeviceCheck:
                                         "dump": str(self.out / DUMP), "missing": missing}), encoding="utf-8")
         checks.unlink(missing_ok=True)
         self.stages.command([self.args.python, "-m", "tools.gpu_check.verdicts", str(evidence), str(checks)],
-                            BUDGET["compare"], self.env, REPO)
+                            BUDGET["compare"], self.env, REPO, final=True)
         self.checks = json.loads(checks.read_text(encoding="utf-8"))
         for check in self.checks:
             mark = {True: "pass", False: "FAIL", None: "n/a "}[check["passed"]]

@@ -55,14 +55,16 @@ class Stages:
     def left_s(self) -> float:
         return self.deadline - time.monotonic()
 
-    def budget(self, wanted_s: float) -> float:
-        """A child's timeout: what it asks for, cut to the deadline less the reserve."""
-        return max(0.0, min(wanted_s, self.left_s() - RESERVE_S))
+    def budget(self, wanted_s: float, final: bool = False) -> float:
+        """A child's timeout: what it asks for, cut to the deadline less the reserve (a final stage, the
+        comparison the reserve is kept for, may use it)."""
+        return max(0.0, min(wanted_s, self.left_s() - (0.0 if final else RESERVE_S)))
 
     def run(self, name: str, stage: Callable[[], Any], reserve: bool = True) -> Any:
-        """Run one stage; its return value, or None when it failed or was skipped."""
+        """Run one stage; its return value, or None when it failed or was skipped. `reserve=False`: a final
+        stage, run even when the deadline is near (the time reserved is for it)."""
         print(f"\n== {name}", file=self.log, flush=True)
-        if reserve and self.left_s() - RESERVE_S < MIN_STAGE_S:
+        if reserve and self.left_s() - RESERVE_S < MIN_STAGE_S:  # the final stages always run
             return self._record(name, 0.0, f"skipped: the check's time budget is spent ({self.left_s():.0f} s left)")
         started = time.monotonic()
         try:
@@ -87,9 +89,9 @@ class Stages:
         return [asdict(result) for result in self.results]
 
     def command(self, argv: Sequence[str], wanted_s: float, env: Mapping[str, str], cwd: Path,
-                stderr_to: Path | None = None) -> str:
+                stderr_to: Path | None = None, final: bool = False) -> str:
         """Run a child process to its end; its stdout. Non-zero exit or timeout: StageFailed with the reason."""
-        timeout = self.budget(wanted_s)
+        timeout = self.budget(wanted_s, final)
         print("$ " + " ".join(str(a) for a in argv), file=self.log, flush=True)
         try:
             if stderr_to is not None:

@@ -39,8 +39,9 @@ from dashboard import mark
 from tools.gpu_check.model import SIZES, Trainer, device_facts
 
 StepRange = Callable[[int], AbstractContextManager[Any]]
-# Allocator history kept for the snapshot: enough for warm-up plus the timed steps of the "small" loop
-# (~2,000 actions a step) with room to spare, bounded so the pickle stays a few MB.
+# Allocator history kept for the snapshot: enough for the whole process with the "small" loop (~4,500
+# actions a step: alloc, free_requested, free_completed) with room to spare, bounded so the pickle stays
+# a few MB.
 SNAPSHOT_MAX_ENTRIES = 400_000
 
 
@@ -143,7 +144,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, required=True, help="JSON with step times and facts")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--size", choices=sorted(SIZES), default="small")
-    parser.add_argument("--steps", type=int, default=30, help="timed steps (per block)")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps (per block)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--session-data", type=Path, help="plain mode: also time steps under a CaptureSession")
     parser.add_argument("--trace", type=Path, help="kineto mode: the Chrome trace to write")
