@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         check.interrupted = f"{type(exc).__name__}: {one_line(str(exc))}"
     finally:
         summary = check.write_summary()
-        print("\n" + json.dumps({k: v for k, v in summary.items() if k != "checks"}, indent=1, default=str))
+        print("\n" + json.dumps(summary, indent=1, default=str))
         print(f"\ngpu check: {summary['passed']} passed, {summary['failed']} failed, {summary['not_judged']} not "
               f"judged; summary in {args.out / SUMMARY}; runs in {check.data}")
     return 0 if summary["ok"] else 1
