@@ -25,6 +25,12 @@ RequestedFn = Callable[[], tuple[int, int]]
 CompletedFn = Callable[[list[Any]], None]
 
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
+# The callback-id enums are spelt differently across cupti-python releases: RuntimeApiTraceCbid (13.4),
+# Runtime_api_trace_cbid (13.2), runtime_api_trace_cbid only (13.0, the one torch's CUDA 13.0 libcupti pairs with).
+_CBID_ENUMS = {
+    records.RUNTIME: ("RuntimeApiTraceCbid", "Runtime_api_trace_cbid", "runtime_api_trace_cbid"),
+    records.DRIVER: ("DriverApiTraceCbid", "Driver_api_trace_cbid", "driver_api_trace_cbid"),
+}
 
 
 class CaptureUnavailable(RuntimeError):
@@ -193,7 +199,10 @@ class CuptiBackend:
 
     def api_name(self, kind: int, cbid: int) -> str:
         # The cbid enums work offline; `get_callback_name` would need the driver.
-        enum = self._cupti.DriverApiTraceCbid if kind == records.DRIVER else self._cupti.RuntimeApiTraceCbid
+        spellings = _CBID_ENUMS[records.DRIVER if kind == records.DRIVER else records.RUNTIME]
+        enum = next((getattr(self._cupti, name) for name in spellings if hasattr(self._cupti, name)), None)
+        if enum is None:
+            return f"cbid {cbid}"
         try:
             return display_api_name(enum(cbid).name)
         except ValueError:

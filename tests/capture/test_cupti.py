@@ -332,6 +332,36 @@ def test_real_backend_registers_one_callback_pair_for_all_sessions(monkeypatch: 
     assert session.backend.api_name(rec.RUNTIME, 5) == "cbid 5"
 
 
+class _StubCupti130:
+    """cupti-python 13.0.x, which torch's CUDA 13.0 libcupti pairs with: the cbid enums in lower case only."""
+
+    runtime_api_trace_cbid = driver_api_trace_cbid = _StubCupti.RuntimeApiTraceCbid
+
+    def __init__(self) -> None:
+        self._stub = _StubCupti()
+
+    def __getattr__(self, name: str):
+        if name in ("RuntimeApiTraceCbid", "DriverApiTraceCbid"):
+            raise AttributeError(name)
+        return getattr(self._stub, name)
+
+
+@pytest.mark.parametrize("stub", [_StubCupti, _StubCupti130])
+def test_api_names_with_each_spelling_of_the_cbid_enums(monkeypatch: pytest.MonkeyPatch, stub: type) -> None:
+    _install_stub(monkeypatch, stub())
+    with CaptureSession("x", layers=False) as session:
+        pass
+    assert session.backend.api_name(rec.RUNTIME, 211) == "cudaLaunchKernel"
+    assert session.backend.api_name(rec.DRIVER, 211) == "cudaLaunchKernel"
+    assert session.backend.api_name(rec.RUNTIME, 5) == "cbid 5"
+
+
+def test_api_names_without_a_cbid_enum_stay_numbers() -> None:
+    backend = CuptiBackend.__new__(CuptiBackend)  # a release with no spelling known here: never an error
+    backend._cupti = types.SimpleNamespace()
+    assert backend.api_name(rec.RUNTIME, 211) == "cbid 211"
+
+
 def test_real_backend_without_a_driver_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     _install_stub(monkeypatch, _StubCupti(driver_error="CUDA driver is not found (libcuda.so.1)"))
     with pytest.raises(CaptureUnavailable, match=r"^CUPTI unavailable: CUDA driver is not found"):
