@@ -41,9 +41,10 @@ def tinygrad_installed() -> bool:
 
 
 def run_tinygrad(program: str, folder: Path, env: dict[str, str] | None = None,
-                 timeout: float = REAL_TIMEOUT_S) -> tuple[Path, Path]:
+                 timeout: float = REAL_TIMEOUT_S, keep_names: bool = False) -> tuple[Path, Path]:
     """Run `program` with real tinygrad and `VIZ=-1` in a child process; returns (rewrites.pkl, profile.pkl)
-    moved into `folder`. Raises CalledProcessError / TimeoutExpired / FileNotFoundError when it fails."""
+    copied into `folder` (named as tinygrad named them, `rewrites.pkl.<user>`, with `keep_names`).
+    Raises CalledProcessError / TimeoutExpired / FileNotFoundError when it fails."""
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tinygrad-viz-") as scratch:
         settings = {**os.environ, "VIZ": "-1", "DEBUG": "0", "TMPDIR": scratch, **(env or {})}
@@ -54,7 +55,7 @@ def run_tinygrad(program: str, folder: Path, env: dict[str, str] | None = None,
             found = sorted(Path(scratch).glob(f"{stem}*"))  # `<stem>.<user>`: tinygrad appends the user name
             if not found:
                 raise FileNotFoundError(f"tinygrad wrote no {stem}")
-            target = folder / stem
+            target = folder / (found[0].name if keep_names else stem)
             target.write_bytes(found[0].read_bytes())
             written.append(target)
     return written[0], written[1]

@@ -81,13 +81,19 @@ def evaluate(estimate: Any, var_vals: Mapping[str, Any], names: Names) -> Number
             if visited > MAX_NODES:
                 return None
             pending.append((node, True))
-            pending.extend((child, False) for child in src if id(child) not in done)
+            if not _is_leaf(node, names):  # a Variable's sources (0.14: its shape's STACK) are no operands
+                pending.extend((child, False) for child in src if id(child) not in done)
             continue
-        value = _node_value(node, [done.get(id(child)) for child in src], var_vals, names)
+        operands = [] if _is_leaf(node, names) else [done.get(id(child)) for child in src]
+        value = _node_value(node, operands, var_vals, names)
         if value is None or not _usable(value):
             return None
         done[key] = value
     return done[id(estimate)]
+
+
+def _is_leaf(node: Any, names: Names) -> bool:
+    return names.op(node.get("op")) == "CONST" or variable_name(node, names) is not None
 
 
 def _node_value(node: Any, operands: list[Any], var_vals: Mapping[str, Any], names: Names) -> Any:
