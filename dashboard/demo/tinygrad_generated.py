@@ -198,11 +198,11 @@ class VizBuilder:
         for name, count in zip(names, flops, strict=True):
             self.counts.flops.setdefault(name, []).append(count)
 
-    def files(self) -> tuple[bytes, bytes]:
+    def files(self, protocol: int = 4) -> tuple[bytes, bytes]:
         """(rewrites.pkl, profile.pkl) bytes."""
         trace = record("tinygrad.uop.ops", "RewriteTrace", keys=self.keys, rewrites=self.rewrites,
                        uop_fields=self.uop_fields)
-        return dumps(trace), dumps(self.events)
+        return dumps(trace, protocol), dumps(self.events, protocol)
 
 
 def demo_pair(release: str = "0.14.0") -> VizBuilder:

@@ -97,17 +97,20 @@ class VizPickler(pickle._Pickler):  # type: ignore[name-defined,misc]
             super().save_global(obj, name)
             return
         module, qualname = viz_global
-        self.save(module)
-        self.save(qualname)
-        self.write(pickle.STACK_GLOBAL)
+        if self.proto >= 4:
+            self.save(module)
+            self.save(qualname)
+            self.write(pickle.STACK_GLOBAL)
+        else:
+            self.write(pickle.GLOBAL + f"{module}\n{qualname}\n".encode())
         self.memoize(obj)
 
     dispatch: ClassVar[dict[type, Any]] = dict(pickle._Pickler.dispatch)  # type: ignore[attr-defined]
     dispatch[type] = save_global
 
 
-def dumps(value: Any) -> bytes:
-    """`value` pickled with protocol 4, as tinygrad writes its files (Python 3.8-3.13's default)."""
+def dumps(value: Any, protocol: int = 4) -> bytes:
+    """`value` pickled as tinygrad writes its files: protocol 4 is Python 3.8-3.13's default."""
     buffer = io.BytesIO()
-    VizPickler(buffer, protocol=4).dump(value)
+    VizPickler(buffer, protocol=protocol).dump(value)
     return buffer.getvalue()

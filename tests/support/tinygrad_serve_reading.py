@@ -9,7 +9,9 @@ contexts, `get_profile` for the timeline, `viz/cli.py`: `decode_profile` to read
 prints, per context, its name and the counts of its real steps (serve adds pseudo steps such as
 "View Source") and matches; per timeline row, each event's name (ANSI colours stripped), duration
 (a float32, as serve encodes it), FLOPS and B/s mem where serve computes them; per memory row,
-its peak and how many allocs and frees serve lists (a buffer never freed gets a free at the end).
+its peak and how many allocs and frees serve lists (a buffer never freed gets a free at the end);
+and per device the alloc / free / exec points in the events tinygrad unpickled (serve's list cannot
+tell a real free from one it adds at the end).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 
 
 def main(rewrites_path: str, profile_path: str) -> None:
-    from tinygrad.helpers import ansistrip
+    from tinygrad.helpers import ProfilePointEvent, ansistrip
     from tinygrad.uop.ops import RewriteTrace
     from tinygrad.viz import serve as viz
     from tinygrad.viz.cli import decode_profile
@@ -32,7 +34,13 @@ def main(rewrites_path: str, profile_path: str) -> None:
         contexts.append({"name": ansistrip(context["name"]), "steps": len(real),
                          "matches": sum(step["match_count"] for step in real),
                          "step_names": [step["name"] for step in real]})
-    encoded = viz.get_profile(data, viz.load_pickle(profile_path, default=[]))
+    events = viz.load_pickle(profile_path, default=[])
+    points: dict[str, dict[str, int]] = {}
+    for event in events:
+        if isinstance(event, ProfilePointEvent):
+            counts = points.setdefault(event.device, {})
+            counts[event.name] = counts.get(event.name, 0) + 1
+    encoded = viz.get_profile(data, events)
     rows: dict[str, list[dict]] = {}
     memory: dict[str, dict] = {}
     peak = 0
@@ -48,7 +56,7 @@ def main(rewrites_path: str, profile_path: str) -> None:
                 kinds = [event["event"] for event in layout["events"]]
                 memory[row.removesuffix(" Memory")] = {"peak": layout["peak"], "allocs": kinds.count("alloc"),
                                                       "frees": kinds.count("free")}
-    json.dump({"contexts": contexts, "rows": rows, "memory": memory, "peak": peak}, sys.stdout)
+    json.dump({"contexts": contexts, "rows": rows, "memory": memory, "peak": peak, "points": points}, sys.stdout)
 
 
 if __name__ == "__main__":
