@@ -83,6 +83,16 @@ class SafeUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
         raise RefusedPickle(f"the pickle calls a `{type(func).__name__}` that no allowed global gave, "
                             "so it was not loaded")
 
+    def _check_call(self, func: Any, of_class: bool = False) -> None:
+        """Refuse calling `func` unless `find_class` handed it out (NEWOBJ: and it is a class)."""
+        if self.allowed_callable(func):
+            if of_class and not isinstance(func, type):
+                raise pickle.UnpicklingError("NEWOBJ of something that is not a class")
+            return
+        if not callable(func):  # a call of a string or a number: damaged bytes, not a request to run anything
+            raise pickle.UnpicklingError("a call of a value that is not callable")
+        self.refuse_call(func)
+
     # --- the loop ----------------------------------------------------------------------------------
 
     def load(self) -> Any:
@@ -120,8 +130,7 @@ class SafeUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
     def _load_reduce(self) -> None:
         args = self.stack.pop()
         func = self.stack[-1]
-        if not self.allowed_callable(func):
-            self.refuse_call(func)
+        self._check_call(func)
         if type(args) is not tuple:
             raise pickle.UnpicklingError("REDUCE arguments that are not a tuple")
         self.stack[-1] = func(*args)
@@ -129,8 +138,7 @@ class SafeUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
     def _load_newobj(self) -> None:
         args = self.stack.pop()
         cls = self.stack.pop()
-        if not self.allowed_callable(cls) or not isinstance(cls, type):
-            self.refuse_call(cls)
+        self._check_call(cls, of_class=True)
         if type(args) is not tuple:
             raise pickle.UnpicklingError("NEWOBJ arguments that are not a tuple")
         self.append(cls.__new__(cls, *args))
@@ -139,15 +147,13 @@ class SafeUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
         kwargs = self.stack.pop()
         args = self.stack.pop()
         cls = self.stack.pop()
-        if not self.allowed_callable(cls) or not isinstance(cls, type):
-            self.refuse_call(cls)
+        self._check_call(cls, of_class=True)
         if type(args) is not tuple or type(kwargs) is not dict:
             raise pickle.UnpicklingError("NEWOBJ_EX arguments of the wrong type")
         self.append(cls.__new__(cls, *args, **kwargs))
 
     def _instantiate(self, klass: Any, args: Any) -> None:  # INST / OBJ (protocols 0-1)
-        if not self.allowed_callable(klass):
-            self.refuse_call(klass)
+        self._check_call(klass)
         super()._instantiate(klass, args)
 
     def _load_build(self) -> None:

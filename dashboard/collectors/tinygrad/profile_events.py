@@ -113,8 +113,9 @@ def flatten(events: list[Any]) -> FlatEvents:
                 damaged += 1
                 continue
             point, arg = event.get("name"), event.get("arg")
+            key = event.get("key")
             extra: dict[str, Any] = {"point": point if type(point) is str else None,
-                                     "key": event.get("key") if type(event.get("key")) is int else None}
+                                     "key": key if type(key) is int and -(2**63) <= key < 2**63 else None}
             if point == "alloc" and type(arg) is dict:
                 size, width = arg.get("sz"), itemsize(arg.get("dtype"))
                 if type(size) is int and size >= 0 and width is not None:

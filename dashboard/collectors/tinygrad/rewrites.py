@@ -52,14 +52,25 @@ class Rewrites:
     warnings: list[str] = field(default_factory=list)
 
 
+def _int(value: Any) -> int | None:
+    return value if type(value) is int and -(2**63) <= value < 2**63 else None
+
+
+def _str(value: Any) -> str | None:
+    return value if type(value) is str else None
+
+
 def _loc(value: Any) -> tuple[str | None, int | None]:
+    """A `(file, line)` location; either part None when damaged."""
     if type(value) is tuple and len(value) >= 2:
-        return (value[0] if type(value[0]) is str else None, value[1] if type(value[1]) is int else None)
+        return _str(value[0]), _int(value[1])
     return None, None
 
 
-def _int(value: Any) -> int | None:
-    return value if type(value) is int and -(2**63) <= value < 2**63 else None
+def _seconds(value: Any) -> float | None:
+    if type(value) in (int, float) and -1e300 < value < 1e300:  # a number a float holds (not NaN)
+        return float(value)
+    return None
 
 
 def _traceback_text(tb: Any) -> str | None:
@@ -81,14 +92,14 @@ def _steps_of(context: int, steps: Any, rank: int, rows: dict[str, list[Any]], m
             damaged[0] += 1
             continue
         file, line = _loc(step.get("loc"))
-        name = step.get("name") if type(step.get("name")) is str else None
+        name = _str(step.get("name"))
         kept = 0
         for match_index, match in enumerate(step.get("matches")):
             if type(match) is not tuple or len(match) < 4 or _int(match[0]) is None or _int(match[1]) is None:
                 damaged[0] += 1
                 continue
             pattern_file, pattern_line = _loc(match[2])
-            seconds = match[3] if type(match[3]) in (int, float) else None
+            seconds = _seconds(match[3])
             for column, value in zip(("rank", "context", "step", "match", "before", "after", "file", "line",
                                       "seconds"), (rank, context, step_index, match_index, match[0], match[1],
                                                    pattern_file, pattern_line, seconds), strict=True):
@@ -227,7 +238,7 @@ def _contexts(keys: list[Any], view_programs: dict[int, int], counts: list[tuple
     for index, key in enumerate(keys):
         if not is_record(key, "TracingKey"):
             key = Record()  # a damaged context keeps its place (the steps refer to it by index)
-        display = key.get("display_name") if type(key.get("display_name")) is str else None
+        display = _str(key.get("display_name"))
         inner = key.get("keys") if type(key.get("keys")) is tuple else ()
         renderer = key.get("ret") if is_record(key.get("ret")) else None
         codegen = renderer is not None and (renderer.name.endswith("Renderer") or renderer.name == "ProgramSpec")
@@ -241,14 +252,15 @@ def _contexts(keys: list[Any], view_programs: dict[int, int], counts: list[tuple
             "display": display, "codegen": codegen, "kernel": kernel,
             "steps": counts[index][0], "matches": counts[index][1],
             "renderer": renderer.name if renderer is not None else None,
-            "device": target.get("device") if is_record(target) else (renderer.get("device") if renderer else None),
-            "arch": target.get("arch") if is_record(target) else None,
+            "device": _str(target.get("device") if is_record(target) else renderer.get("device") if renderer else None),
+            "arch": _str(target.get("arch")) if is_record(target) else None,
             "program_key": next((item.hex() for item in inner if type(item) is bytes), None),
             "tb": _traceback_text(key.get("tb")),
         }
         if codegen:
             program = _program_columns(key, view_programs.get(index), raw, names)
             estimates = program.pop("estimates", None)
+            estimates = estimates if is_record(estimates, "Estimates") else None  # damaged: no estimates
             result.programs[index] = Program(index, kernel, estimates, program.get("global_size"),
                                              program.get("local_size"))
             for field_name in ("ops", "lds", "mem"):

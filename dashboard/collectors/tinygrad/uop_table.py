@@ -62,14 +62,15 @@ def read_uops(uop_fields: dict[Any, Any]) -> RawUOps:
     counted in `dropped` (a damaged file), never guessed at."""
     raw = RawUOps()
     for trace, fields in uop_fields.items():
-        if type(trace) is not int or type(fields) is not tuple or len(fields) < 5:
+        if type(trace) is not int or not 0 <= trace < 2**63 or type(fields) is not tuple or len(fields) < 5:
             raw.dropped += 1
             continue
         op, dtype, src, arg, tag = fields[:5]
-        if type(src) is not tuple or not all(type(s) is int for s in src):
+        if type(src) is not tuple or not all(type(s) is int and 0 <= s < 2**63 for s in src):
             raw.dropped += 1
             continue
-        value = op.value if isinstance(op, EnumValue) and op.family == "Ops" and type(op.value) is int else None
+        value = op.value if isinstance(op, EnumValue) and op.family == "Ops" and type(op.value) is int \
+            and 0 <= op.value < 2**31 else None
         raw.position[trace] = len(raw.trace)
         raw.trace.append(trace)
         raw.op.append(value)
