@@ -89,23 +89,33 @@ class TinygradCollector:
         sources = sorted(Path(source) for source in sources)
         if not sources:
             raise IngestError("(no files)", "no tinygrad VIZ files were given")
-        loaded = []
-        for index, path in enumerate(sources):
-            progress(0.6 * index / len(sources), f"reading {path.name}")
-            kind, value = load(path)
-            loaded.append((path, kind, value))
-        tables: dict[str, list[pl.DataFrame]] = {}
+        # Each file becomes its tables (or flat events) as soon as it is read, and its objects are dropped:
+        # a 31 MB rewrites.pkl is ~0.5 GB of Python objects, and a folder may hold several runs.
+        read: list[tuple[Path, str, Any]] = []
         warnings: list[str] = []
+        for index, path in enumerate(sources):
+            progress(0.8 * index / len(sources), f"reading {path.name}")
+            kind, value = load(path)
+            if kind == REWRITES:
+                value = read_rewrites(value, path, 0)
+                warnings += value.warnings
+            else:
+                value = flatten(value)
+                if value.damaged:
+                    warnings.append(f"{path}: {value.damaged:,} events that are not timeline events or whose "
+                                    "times are damaged were left out")
+            read.append((path, kind, value))
+        tables: dict[str, list[pl.DataFrame]] = {}
         runs: list[dict[str, Any]] = []
-        pairs = _pairs(loaded)
+        pairs = _pairs(read)
         for rank, pair in enumerate(pairs):
-            progress(0.6 + 0.4 * rank / len(pairs), f"building the tables of run {rank}")
+            progress(0.8 + 0.2 * rank / len(pairs), f"building the tables of run {rank}")
             run: dict[str, Any] = {"rank": rank}
             rewrites = None
             if pair.rewrites is not None:
-                path, trace = pair.rewrites
-                rewrites = read_rewrites(trace, path, rank)
-                warnings += rewrites.warnings
+                path, rewrites = pair.rewrites
+                rewrites.tables = {table: frame.with_columns(pl.lit(rank, pl.Int32).alias("rank"))
+                                   for table, frame in rewrites.tables.items()}
                 run.update(rewrites=str(path), release=rewrites.release,
                            contexts=rewrites.tables["rewrite_contexts"].height,
                            steps=rewrites.tables["rewrite_steps"].height,
@@ -113,14 +123,10 @@ class TinygradCollector:
                 for table, frame in rewrites.tables.items():
                     tables.setdefault(table, []).append(frame)
             if pair.profile is not None:
-                path, events = pair.profile
-                flat = flatten(events)
-                if flat.damaged:
-                    warnings.append(f"{path}: {flat.damaged:,} events that are not timeline events or whose "
-                                    "times are damaged were left out")
+                path, flat = pair.profile
                 found, profile_warnings = profile_tables(flat, rewrites, rank)
                 warnings += [f"{path}: {warning}" for warning in profile_warnings]
-                run.update(profile=str(path), events=len(events))
+                run.update(profile=str(path), events=flat.events)
                 for table, frame in found.items():
                     tables.setdefault(table, []).append(frame)
             runs.append(run)

@@ -16,7 +16,7 @@ serve sorts a row's events by whole microseconds and keeps that order among equa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -39,7 +39,7 @@ class FlatEvents:
     frame: pl.DataFrame
     var_vals: list[dict[str, int]]  # the distinct `var_vals` of exec points, indexed by the `var_vals` column
     damaged: int = 0  # events left out: not a profile event, or timestamps that are not times
-    markers: list[str] = field(default_factory=list)
+    events: int = 0  # events in the file
 
 
 def ns(value: Any) -> int | None:
@@ -92,7 +92,6 @@ def flatten(events: list[Any]) -> FlatEvents:
     columns = _Columns()
     var_vals: dict[tuple[tuple[str, int], ...], int] = {}
     damaged = 0
-    markers: list[str] = []
     for event in events:
         kind = event.name
         device = event.get("device")
@@ -123,8 +122,6 @@ def flatten(events: list[Any]) -> FlatEvents:
             elif point == "exec" and type(arg) is dict and type(values := arg.get("var_vals")) is dict:
                 known = tuple(sorted((k, v) for k, v in values.items() if type(k) is str and type(v) is int))
                 extra["var_vals"] = var_vals.setdefault(known, len(var_vals))
-            elif point == "marker" and type(arg) is dict and type(arg.get("name")) is str:
-                markers.append(arg["name"])
             columns.add(device, "point", at, at, arg.get("name") if point == "marker" and type(arg) is dict else
                         point, **extra)
         elif kind == "ProfileGraphEvent":
@@ -132,7 +129,7 @@ def flatten(events: list[Any]) -> FlatEvents:
         elif kind != "ProfileDeviceEvent" and kind != "ProfileProgramEvent":
             damaged += 1  # an event class this reader does not know (SQTT / PMC counters): not a timeline event
     frame = pl.DataFrame(columns.values, schema=EVENT_SCHEMA)
-    return FlatEvents(frame, [dict(key) for key in var_vals], damaged, markers)
+    return FlatEvents(frame, [dict(key) for key in var_vals], damaged, len(events))
 
 
 def _flatten_graph(event: Any, compute: dict[str, int], copy: dict[str, int], columns: _Columns) -> int:

@@ -82,7 +82,7 @@ def _traceback_text(tb: Any) -> str | None:
     return "\n".join(lines) or None
 
 
-def _steps_of(context: int, steps: Any, rank: int, rows: dict[str, list[Any]], matches: dict[str, list[Any]],
+def _steps_of(context: int, steps: Any, rank: int, rows: dict[str, list[Any]], matches: list[tuple[Any, ...]],
               damaged: list[int]) -> tuple[list[int], int, int]:
     """Append one context's steps and matches; returns (View Program sinks, steps kept, matches kept)."""
     programs: list[int] = []
@@ -98,12 +98,8 @@ def _steps_of(context: int, steps: Any, rank: int, rows: dict[str, list[Any]], m
             if type(match) is not tuple or len(match) < 4 or _int(match[0]) is None or _int(match[1]) is None:
                 damaged[0] += 1
                 continue
-            pattern_file, pattern_line = _loc(match[2])
-            seconds = _seconds(match[3])
-            for column, value in zip(("rank", "context", "step", "match", "before", "after", "file", "line",
-                                      "seconds"), (rank, context, step_index, match_index, match[0], match[1],
-                                                   pattern_file, pattern_line, seconds), strict=True):
-                matches[column].append(value)
+            matches.append((rank, context, step_index, match_index, match[0], match[1], *_loc(match[2]),
+                            _seconds(match[3])))
             kept += 1
         total += kept
         sink = _int(step.get("sink"))
@@ -121,7 +117,8 @@ def _steps_of(context: int, steps: Any, rank: int, rows: dict[str, list[Any]], m
 
 _STEP_COLUMNS = ("rank", "context", "step", "name", "depth", "matches", "file", "line", "sink", "bottom_up", "walk",
                  "enter_calls")
-_MATCH_COLUMNS = ("rank", "context", "step", "match", "before", "after", "file", "line", "seconds")
+_MATCH_SCHEMA = {"rank": pl.Int32, "context": pl.Int64, "step": pl.Int32, "match": pl.Int64, "before": pl.Int64,
+                 "after": pl.Int64, "file": pl.String, "line": pl.Int64, "seconds": pl.Float64}
 
 
 def read_rewrites(trace: Record, path: Path, rank: int) -> Rewrites:
@@ -131,7 +128,7 @@ def read_rewrites(trace: Record, path: Path, rank: int) -> Rewrites:
     warnings: list[str] = []
     raw = read_uops(uop_fields)
     steps: dict[str, list[Any]] = {column: [] for column in _STEP_COLUMNS}
-    matches: dict[str, list[Any]] = {column: [] for column in _MATCH_COLUMNS}
+    matches: list[tuple[Any, ...]] = []  # one tuple per match, in _MATCH_SCHEMA order
     damaged = [0]
     view_programs: dict[int, int] = {}  # context -> its (last) View Program sink
     counts: list[tuple[int, int]] = []  # (steps, matches) per context
@@ -155,7 +152,7 @@ def read_rewrites(trace: Record, path: Path, rank: int) -> Rewrites:
     result.tables = {
         "rewrite_contexts": contexts,
         "rewrite_steps": _with_context_names(pl.DataFrame(steps, schema_overrides={"name": pl.String}), contexts),
-        "rewrite_matches": pl.DataFrame(matches, schema_overrides={"file": pl.String, "seconds": pl.Float64}),
+        "rewrite_matches": pl.DataFrame(matches, schema=_MATCH_SCHEMA, orient="row"),
         "rewrite_uops": uops_frame(raw, names, rank),
     }
     return result
