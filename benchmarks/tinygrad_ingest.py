@@ -8,7 +8,8 @@ Writes the pair once (cached under --cache by model size) with `VIZ=-1 DEV=CPU H
 AdamW step of a GPT-style model (embedding, attention and MLP blocks, LayerNorm, cross-entropy), run
 three times (capture, then graph replays). Then runs the real command, `python -m dashboard.app ingest
 FILES --data TMP`, in a fresh process, sampling the resident memory of its process tree every 20 ms
-(benchmarks/tree_rss.py), and prints the files' sizes, the traced UOps, wall seconds and peak RSS.
+(benchmarks/tree_rss.py), and prints the files' sizes, the traced UOps, wall and CPU seconds (on a shared
+machine wall time mostly measures the other processes) and peak RSS.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -83,6 +85,7 @@ def make_pair(cache: Path, layers: int, dim: int) -> tuple[Path, Path]:
 def ingest(files: list[Path]) -> dict[str, object]:
     """`python -m dashboard.app ingest FILES` in a fresh process: wall seconds, peak RSS of its tree, the run."""
     with tempfile.TemporaryDirectory(prefix="tinygrad-ingest-") as data:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         child = subprocess.Popen([sys.executable, "-m", "dashboard.app", "ingest", *map(str, files), "--data", data],
                                  cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
@@ -92,11 +95,14 @@ def ingest(files: list[Path]) -> dict[str, object]:
             peak_kb = max(peak_kb, tree_rss_kb(child.pid))
             time.sleep(0.02)
         wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         if child.returncode:
             raise SystemExit(f"ingest failed: {child.stderr.read() if child.stderr else ''}")
         [run] = Path(data, "runs").iterdir()
         info = json.loads((run / "run.json").read_text())
-    return {"wall_s": round(wall, 2), "peak_rss_mb": round(peak_kb / 1024), "parse_s": info["parse_seconds"],
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mb": round(peak_kb / 1024),
+            "parse_s": info["parse_seconds"],
             "rows": info["row_counts"], "warnings": info["warnings"]}
 
 
@@ -111,13 +117,15 @@ def main() -> None:
     rewrites, profile = ((args.files / "rewrites.pkl", args.files / "profile.pkl") if args.files
                          else make_pair(args.cache, args.layers, args.dim))
     results = [ingest([rewrites, profile]) for _ in range(args.runs)]
-    walls = sorted(r["wall_s"] for r in results)
+    walls = [r["wall_s"] for r in results]
     first = results[0]
     print(json.dumps({
         "rewrites_mb": round(rewrites.stat().st_size / 2**20, 1),
         "profile_mb": round(profile.stat().st_size / 2**20, 1),
-        "traced_uops": first["rows"].get("rewrite_uops"), "wall_s": walls, "median_wall_s": walls[len(walls) // 2],
-        "peak_rss_mb": max(r["peak_rss_mb"] for r in results), "parse_s": [r["parse_s"] for r in results],
+        "traced_uops": first["rows"].get("rewrite_uops"), "wall_s": walls,
+        "median_wall_s": sorted(walls)[len(walls) // 2],
+        "cpu_s": [r["cpu_s"] for r in results], "peak_rss_mb": max(r["peak_rss_mb"] for r in results),
+        "parse_s": [r["parse_s"] for r in results],
         "rows": first["rows"], "warnings": first["warnings"]}, indent=1))
 
 
