@@ -16,7 +16,8 @@ serve's `ref_map`), and, where that fails (HCQ graph entries carry the CALL's ke
 carry none), by its name, the program's function name (the last context of that name winning, as
 in serve's `ref_map`). Its FLOPs and bytes are the program's Estimates (`ops`, `mem`) evaluated at
 the `var_vals` of the last `exec` point on its row before it (serve's `ei`, in serve's order: by
-whole microseconds, then as flattened). Memory follows serve's `graph_layout`: an alloc adds
+whole microseconds, then as flattened; with no exec point before it, a constant estimate still
+counts, where serve shows none, and a symbolic one stays unknown). Memory follows serve's `graph_layout`: an alloc adds
 `min(sz, 1e12) x itemsize`, a free takes off what its buffer's alloc added, per device; a buffer
 never freed simply stays allocated (serve frees it at the profile's end, which no peak sees).
 """
@@ -83,7 +84,6 @@ def _kernels(device_rows: pl.DataFrame, points: pl.DataFrame, flat: FlatEvents, 
                                      how="vertical"))
     ordered = ordered.with_columns(  # serve's `ei`: the last exec point on the row so far
         pl.when("_exec").then("var_vals").forward_fill().over("row").alias("_vv"),
-        pl.when("_exec").then(pl.lit(True)).forward_fill().over("row").fill_null(False).alias("_has_exec"),
     ).filter(~pl.col("_exec"))
     kernels = ordered.with_columns(pl.lit(None, pl.Int64).alias("context"))
     if rewrites is not None and rewrites.programs:
