@@ -47,6 +47,12 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "pass": _STR,
         "step": _I64,  # N of the ProfilerStep#N open at the launch; null outside steps or unknown
         "flops": _F64,  # null = unknown, never 0 for unknown
+        # Bytes the kernel moves to and from memory, where the source estimates them (tinygrad: Estimates.mem,
+        # each buffer's bytes counted once); null = unknown.
+        "bytes": _I64,
+        # The device as the source names it where an ordinal does not say it all (tinygrad: CPU, NULL,
+        # AMD:1, with `device` the ordinal after the colon); null for CUDA sources.
+        "device_name": _STR,
     },
     # One row per copy or memset.
     "memcpy": {
@@ -307,6 +313,81 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "steps": _I64,  # ir_steps rows of this compile
         "python_file": _STR,  # the kernel's Python file (its function's location)
     },
+    # tinygrad's graph rewrites (collectors/tinygrad, from VIZ's rewrites.pkl). One row per context: a
+    # kernel's codegen (`codegen`, with its program's columns) or another traced function (a schedule,
+    # a JIT capture, an HCQ compile). A run of several pairs of files numbers them as ranks.
+    "rewrite_contexts": {
+        "rank": _I32,
+        "context": _I64,  # index in the file: the key of rewrite_steps / rewrite_matches
+        "name": _STR,  # display name without its terminal colours
+        "display": _STR,  # display name as tinygrad wrote it, ANSI colours included (colour by axis type)
+        "codegen": pl.Boolean,  # a kernel's codegen (its TracingKey returns a renderer)
+        "kernel": _STR,  # the kernel's function name (E_2, r_8_32_16); not unique: kernels recompile
+        "steps": _I64,
+        "matches": _I64,
+        "renderer": _STR,  # ClangRenderer, NullRenderer, ... (ProgramSpec in 0.12)
+        "device": _STR,  # the renderer's target device
+        "arch": _STR,
+        "program_key": _STR,  # hex of the program's key: the profile's kernels refer to it
+        "tb": _STR,  # where the context was created: `file:line function` per frame, innermost first
+        "program_trace": _I64,  # the PROGRAM UOp of the `View Program` step (0.13+), in rewrite_uops
+        "global_size": _STR,  # as tinygrad writes them, symbolic sizes as expressions
+        "local_size": _STR,
+        # The program's Estimates: FLOPs, bytes loaded/stored, bytes of memory touched once each; a
+        # symbolic estimate (a Variable shape) is null here and its expression in the `_expr` column.
+        "ops": _I64,
+        "ops_expr": _STR,
+        "lds": _I64,
+        "lds_expr": _STR,
+        "mem": _I64,
+        "mem_expr": _STR,
+        "applied_opts": _STR,  # the optimizations applied (Opt(op=OptOps.UPCAST, axis=0, arg=4), ...)
+        "uop_count": _I64,  # linearized uops (LINEAR's sources)
+        "source": _STR,  # the rendered program (C for CLANG)
+        "binary": pl.Binary,  # the compiled object (an ELF object on CPU), for a disassembler
+    },
+    # One row per rewrite step (graph_rewrite call) of a context, in execution order.
+    "rewrite_steps": {
+        "rank": _I32,
+        "context": _I64,
+        "context_name": _STR,
+        "kernel": _STR,  # the context's kernel, null for other contexts
+        "step": _I32,  # position within the context
+        "name": _STR,  # View Base AST, early movement ops, linearize/render, View Program, ...
+        "depth": _I32,  # nesting of the rewrite inside another (indentation in VIZ)
+        "matches": _I64,
+        "file": _STR,  # where graph_rewrite was called
+        "line": _I64,
+        "sink": _I64,  # trace number of the input graph's root (rewrite_uops)
+        # How the step rewrote, which its graphs' replay needs (walk / enter_calls: false before 0.14).
+        "bottom_up": pl.Boolean,
+        "walk": pl.Boolean,
+        "enter_calls": pl.Boolean,
+    },
+    # One row per pattern match of a step: `before` was replaced by `after` (trace numbers).
+    "rewrite_matches": {
+        "rank": _I32,
+        "context": _I64,
+        "step": _I32,
+        "match": _I64,  # position within the step
+        "before": _I64,
+        "after": _I64,
+        "file": _STR,  # the matched pattern's location (its source text is not in the file)
+        "line": _I64,
+        "seconds": _F64,  # time the match took; 0 for a REWRITE_ERROR
+    },
+    # The UOp table every graph is made of: one row per trace number (a structurally equal UOp rebuilt
+    # later gets a new number). A graph is its root's trace number followed through `src`.
+    "rewrite_uops": {
+        "rank": _I32,
+        "trace": _I64,
+        "op": _STR,  # ADD, RANGE, ... (by the release table the file fits; Ops(33) when none does)
+        "dtype": _STR,  # dtypes.float, dtypes.float.vec(4), ...
+        "arg": _STR,  # the argument as text (SOURCE's code whole, others up to 2,000 characters); null: None
+        "src": pl.List(_I64),  # trace numbers of the sources, in order
+        "tag": _STR,
+        "metadata": _STR,  # the Tensor call that made it (TRACEMETA>=2)
+    },
 }
 
 # Which kinds of evidence a run holds follows from the tables it has.
@@ -319,6 +400,7 @@ EVIDENCE_TABLES: dict[str, tuple[str, ...]] = {
     "cuda_memory": ("device_memory", "memory_segments"),
     "planner": ("ws_buffers", "ws_ops", "ws_channels", "dot_nodes"),
     "compiler": ("ir_steps",),
+    "rewrites": ("rewrite_steps",),
 }
 
 EVIDENCE_LABELS: dict[str, str] = {
@@ -329,6 +411,7 @@ EVIDENCE_LABELS: dict[str, str] = {
     "cuda_memory": "CUDA allocator memory over time",
     "planner": "warp-specialization planner",
     "compiler": "Triton compiler IR",
+    "rewrites": "tinygrad graph rewrites",
 }
 
 

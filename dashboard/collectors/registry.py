@@ -43,6 +43,7 @@ COLLECTOR_MODULES: tuple[str, ...] = (
     "dashboard.collectors.triton_ir",
     "dashboard.collectors.triton_ws.collector",
     "dashboard.collectors.kineto.collector",
+    "dashboard.collectors.tinygrad",
     "dashboard.collectors.torch_snapshot",
 )
 

@@ -28,6 +28,8 @@ DEMO_SOURCES_DIR = "demo-sources"
 # (run name, generator module writing sources) in the order they are ingested;
 # the newest run of each evidence kind is what pages open by default.
 SOURCE_DEMOS: tuple[tuple[str, str], ...] = (
+    # First: its kernels, ranges and memory must not make it the newest run of those kinds of evidence.
+    ("demo-tinygrad", "dashboard.demo.tinygrad_viz"),
     ("demo-memory", "dashboard.demo.tt_memory_log"),
     ("demo-planner", "dashboard.demo.ws_dumps"),
     ("demo-compiler", "dashboard.demo.triton_compile"),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dashboard.demo import kineto_trace, nsys_export, torch_snapshot, tt_memory_log, ws_dumps
+from dashboard.demo.tinygrad_generated import demo_pair
 from dashboard.demo.triton_ir_text import generated_log
 
 _DEMO_KERNELS = Path(kineto_trace.__file__).with_name("triton_kernels_src.py")
@@ -24,7 +25,7 @@ _DEMO_KERNELS = Path(kineto_trace.__file__).with_name("triton_kernels_src.py")
 TEXT, GZIP, SQLITE = "text", "gzip", "sqlite"
 
 FORMATS = ("kineto_json", "kineto_gz", "nsys", "tt_log", "tt_json", "dot_planner", "dot_plain", "triton_ir",
-           "torch_snapshot")
+           "torch_snapshot", "tinygrad")
 
 # Kineto events kept in the seed (of ~2,500): a few hundred kernels, ops and runtime calls.
 _KINETO_EVENTS = 1000
@@ -122,6 +123,10 @@ def build_seeds() -> dict[str, list[Seed]]:
                            generated_log(_DEMO_KERNELS).encode())],
         # A PyTorch allocator snapshot pickle (the restricted unpickler's input); byte mutations only.
         "torch_snapshot": [Seed("torch_snapshot", "snapshot.pickle", "snapshot.pickle", _snapshot_bytes())],
+        # tinygrad's VIZ pickles as its restricted unpickler meets them (the demo's generated pair, whose
+        # structure real tinygrad's own reader accepts); each case mutates one of the two.
+        "tinygrad": [Seed("tinygrad", name, name, data) for name, data in zip(("rewrites.pkl", "profile.pkl"),
+                                                                              demo_pair().files(), strict=True)],
     }
     return seeds
 

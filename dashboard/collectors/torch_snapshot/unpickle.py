@@ -11,7 +11,8 @@ cap, for snapshots up to STREAM_ABOVE_BYTES; and `load_streaming` here, the
 pure-Python unpickler (~5x slower), for larger ones, for any snapshot the
 capped loader runs out of room on, and where no cap can be set. Its memo
 is a dict, so no memo index in a damaged file makes it allocate; its opcode
-loop reads the file directly, without pickle's frame buffer (~30% faster).
+loop and the guards every restricted unpickler shares (no call it did not
+allow, no bytearray, bounded hashing of keys) are `safe_pickle.SafeUnpickler`'s.
 
 Two hooks bound memory for snapshots of any size: trace lists
 (`device_traces`) are handed to `on_entries` at the first append past
@@ -28,13 +29,13 @@ import pickle
 from collections.abc import Callable
 from typing import Any, BinaryIO, ClassVar
 
+from dashboard.collectors.safe_pickle import RefusedPickle, SafeUnpickler
+
+__all__ = ["STREAM_ABOVE_BYTES", "OnEntries", "RefusedPickle", "load_streaming", "refuse_global", "refuse_persistent"]
+
 # Snapshot objects take ~3.5x their pickled bytes in Python: above this the streaming loader is used.
 STREAM_ABOVE_BYTES = 256 * 1024 * 1024
 OnEntries = Callable[[int, list[dict[str, Any]]], None]  # (trace list number, entries)
-
-
-class RefusedPickle(Exception):
-    """The pickle asks to import or call something: not a snapshot, and not run."""
 
 
 def refuse_global(module: str, name: str) -> Any:
@@ -51,10 +52,10 @@ def is_trace_entry(item: Any) -> bool:
     return type(item) is dict and "action" in item
 
 
-class _StreamingUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
+class _StreamingUnpickler(SafeUnpickler):
     """Pure-Python unpickler that drains trace lists in batches and forgets what it drained."""
 
-    dispatch: ClassVar[dict[int, Any]] = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
+    dispatch: ClassVar[dict[int, Any]] = dict(SafeUnpickler.dispatch)
 
     def __init__(self, handle: BinaryIO, on_entries: OnEntries, batch: int) -> None:
         super().__init__(handle)
@@ -65,44 +66,12 @@ class _StreamingUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
         self._memo_next = 0  # the key MEMOIZE gives next (protocol 4+)
         self._scanned = 0  # MEMOIZE keys below this were looked at by `_forget`
         self._named: list[int] = []  # keys BINPUT / LONG_BINPUT gave (protocols 1-3) since the last `_forget`
-        self._tell = handle.tell
-        self._frames_end = 0  # where the furthest frame announced so far ends
 
     def find_class(self, module: str, name: str) -> Any:
         return refuse_global(module, name)
 
     def persistent_load(self, pid: Any) -> Any:
         return refuse_persistent(pid)
-
-    def load(self) -> Any:
-        """pickle._Unpickler.load, reading the file directly: its frame buffer costs a Python call per read."""
-        self.read, self.readline = self._file_read, self._file_readline
-        self.metastack, self.stack = [], []
-        self.append = self.stack.append
-        self.proto = 0
-        read, dispatch = self.read, self.dispatch
-        try:
-            while True:
-                key = read(1)
-                if not key:
-                    raise EOFError
-                dispatch[key[0]](self)
-        except pickle._Stop as stop:  # type: ignore[attr-defined]
-            if self._frames_end > self._tell():  # as the C unpickler, which reads each whole frame first
-                raise pickle.UnpicklingError("a frame runs past the end of the pickle") from None
-            return stop.value
-
-    def _load_frame(self) -> None:
-        # A frame only announces how many bytes follow (for buffering): they are read opcode by opcode anyway,
-        # and that they all exist is checked at the end.
-        size = self.read(8)
-        if len(size) < 8:
-            raise EOFError
-        self._frames_end = max(self._frames_end, self._tell() + int.from_bytes(size, "little"))
-
-    def _load_bytearray(self) -> None:
-        # bytearray(n) zeroes n bytes before reading them (n from the file: up to 2^63); a snapshot holds none.
-        raise pickle.UnpicklingError("a bytearray, which no allocator snapshot holds")
 
     def trace_list_number(self, target: list[Any]) -> int | None:
         return self._trace_lists.get(id(target))
@@ -167,8 +136,6 @@ class _StreamingUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
         if items:
             self._appended(target, items[0])
 
-    dispatch[pickle.FRAME[0]] = _load_frame
-    dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray
     dispatch[pickle.MEMOIZE[0]] = _memoize
     dispatch[pickle.BINPUT[0]] = _load_binput
     dispatch[pickle.LONG_BINPUT[0]] = _load_long_binput
