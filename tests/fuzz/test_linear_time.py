@@ -115,6 +115,7 @@ def test_every_python_regex_module_is_audited() -> None:
         "collectors/kineto/parallel.py", "collectors/kineto/tables.py", "capture/rank_merge.py",
         "capture/cupti_backend.py", "app.py", "store/runs.py", "collectors/kineto/flops.py", "views/chart_events.py",
         "analysis/kernel_names.py", "views/memory_data.py", "pages/home.py",
+        "collectors/tinygrad/__init__.py", "collectors/tinygrad/values.py",
         "collectors/kineto/ranges.py", "collectors/triton_ir/headers.py",
         # Possessive or single-path patterns over disjoint character classes, literals, or tokens
         # that cannot overlap (one alternative per first character): linear as written.
