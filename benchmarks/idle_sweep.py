@@ -1,6 +1,7 @@
 """An independent check of the idle-time causes: plain Python over a Kineto trace's raw JSON events.
 
-    python benchmarks/idle_sweep.py ../shared/samples/kineto/kineto_tb_plugin_resnet50_legacy_categories.pt.trace.json.gz
+    python benchmarks/idle_sweep.py \
+        ../shared/samples/kineto/kineto_tb_plugin_resnet50_legacy_categories.pt.trace.json.gz
 
 Reads the trace with json (no collector, no canonical table, no polars) and
 attributes every idle nanosecond of the GPU to one cause by the definitions
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import gzip
+import itertools
 import json
 import math
 import re
@@ -51,7 +53,7 @@ def ns(value: float | int | str) -> int:
     times 1000 it is not), plus the rounded fraction."""
     number = float(value)
     whole = math.floor(number)
-    return int(whole) * 1000 + int(round((number - whole) * 1000))
+    return int(whole) * 1000 + round((number - whole) * 1000)
 
 
 def span(event: dict) -> tuple[int, int]:
@@ -153,7 +155,7 @@ def attribute(path: Path) -> dict[str, int]:
         opened = (j >= 0 and sync_ends[j] >= start) or start in dtoh_ends
         cuts = sorted({start, until, *(t for cover in labels.values() for t in cover.cuts(start, until))})
         cuts = cuts if until > start else []
-        for a, b in zip(cuts, cuts[1:], strict=False):
+        for a, b in itertools.pairwise(cuts):
             on = {name: cover.covers(a) for name, cover in labels.items()}
             if on["data"]:
                 cause = "data loading"

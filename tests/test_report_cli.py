@@ -34,7 +34,7 @@ def check_schema(report: dict) -> None:
         assert row["compute_ns"] + row["communication_ns"] + row["memory_ns"] + row["idle_ns"] == row["span_ns"]
     for finding in report["findings"]:
         assert set(finding) >= FINDING_KEYS
-        assert finding["severity"] in {"high", "medium", "low"}
+        assert finding["severity"] in {"high", "medium", "low", "info"}
         assert isinstance(finding["title"], str) and isinstance(finding["evidence"], dict)
         stakes = [key for key in ("at_stake_ns", "at_stake_bytes", "at_stake_ops") if key in finding]
         assert len(stakes) >= 1 and all(isinstance(finding[key], int) for key in stakes)

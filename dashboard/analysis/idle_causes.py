@@ -244,3 +244,12 @@ def gap_causes(parts: pl.DataFrame) -> pl.DataFrame:
                                                                .alias("ns"))
     return per.sort("ns", descending=True).group_by("rank", "gap_start_ns").agg(
         pl.col("cause").first().alias("cause"), pl.col("ns").sum().alias("gap_ns"))
+
+
+def data_loading_ranges(ranges: pl.DataFrame) -> pl.DataFrame:
+    """Per rank and name, the host's data-loading ranges (DATA_PATTERN): calls, time_ns, longest_ns."""
+    found = ranges.filter(pl.col("device").is_null(), pl.col("name").fill_null("").str.contains(DATA_PATTERN))
+    duration = pl.col("end_ns") - pl.col("start_ns")
+    return found.group_by(pl.col("rank").cast(pl.Int32), "name").agg(
+        pl.len().cast(pl.Int64).alias("calls"), duration.sum().alias("time_ns"), duration.max().alias("longest_ns"),
+    ).sort("rank", "time_ns", descending=[False, True])

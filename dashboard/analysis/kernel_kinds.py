@@ -8,12 +8,13 @@ Communication, checked in this order (the first family that matches names it):
 | family | matched by |
 |---|---|
 | NCCL | `nccl` in the name (`ncclKernel_AllReduce_RING_LL_Sum_float`, `ncclDevKernel_…`) |
-| RCCL | `rccl` in the name (AMD's NCCL port keeps the `nccl` names, so most RCCL kernels read NCCL) |
-| DeepEP | `deep_ep` / `deepep` in the name (expert-parallel dispatch / combine: `deep_ep::intranode::dispatch`) |
-| NVSHMEM | `nvshmem` in the name (`nvshmemi_…`, kernels of NVSHMEM-based all-to-all) |
-| symmetric-memory all-reduce | `multimem` (NVLink SHARP, B200 / H100 NVSwitch), `one_shot_all_reduce`, `two_shot_all_reduce`, vLLM's `cross_device_reduce_1stage` / `_2stage` |
-| collective by name | `all_reduce` / `allreduce`, `all_gather` / `allgather`, `reduce_scatter`, `all_to_all` / `alltoall` / `all2all`, `sendrecv`, in any case |
-| launched by a collective | the kernel's launching op (its `op` column) is `nccl:*`, `c10d::*`, `record_param_comms` or `gloo:*` |
+| RCCL | `rccl` in the name (AMD's port mostly keeps NCCL's kernel names, which read NCCL) |
+| DeepEP | `deep_ep` / `deepep` (expert-parallel dispatch / combine: `deep_ep::intranode::dispatch`) |
+| NVSHMEM | `nvshmem` in the name (`nvshmemi_…`, NVSHMEM-based all-to-all) |
+| symmetric-memory all-reduce | `multimem` (NVLink SHARP), `one_shot_all_reduce`, `two_shot_all_reduce`, vLLM's |
+|  | `cross_device_reduce_1stage` / `_2stage` |
+| collective by name | `all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all` / `all2all`, `sendrecv`, any case |
+| launched by a collective | its launching op (`op` column): `nccl:*`, `c10d::*`, `record_param_comms`, `gloo:*` |
 
 memory: a kernel named `Memcpy…` / `Memset…` (and every row of the memcpy
 table); compute: every other kernel. A name family wins over memory; memory by

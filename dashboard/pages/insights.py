@@ -29,7 +29,7 @@ PATH = "/insights"
 EVIDENCE = "kernels"  # the default run; a run named in the URL may hold any evidence
 # With no kernel run, the newest run with other evidence that has findings (memory, planner, compiler) opens.
 FALLBACK_EVIDENCE = ("memory", "cuda_memory", "planner", "compiler")
-SEVERITY_COLOURS = {"high": "danger", "medium": "warning", "low": "secondary"}
+SEVERITY_COLOURS = {"high": "danger", "medium": "warning", "low": "secondary", "info": "info"}
 HTA_NOTE = ("Compared with Holistic Trace Analysis (get_temporal_breakdown): the same span, idle, compute and "
             "non-compute definitions, on every event of the run. HTA leaves out the last profiler step and "
             "GPU work whose launch is not in the trace; on the same events the shares agree (checked in CI "
