@@ -122,6 +122,8 @@ def idle_findings(tables: TimeTables) -> list[Finding]:
         if chosen.height == 0 or chosen.get_column("share")[0] <= CAUSE_SHARE_MIN:
             continue
         row = chosen.row(0, named=True)
+        if row["idle_ns"] == 0:
+            continue
         rank = row["rank"]
         longest = tables.idle_parts.filter(pl.col("rank") == rank, pl.col("cause") == cause).group_by(
             "gap_start_ns").agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("ns")).sort(
