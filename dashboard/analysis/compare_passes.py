@@ -2,8 +2,9 @@
 
 Definitions (written on the page and in the CLI's output too):
 - pass time: the summed duration of the kernels of a pass (forward / backward /
-  optimizer / unattributed: the kernels' `pass` column; a null pass counts as
-  unattributed). Kernel time, not wall time: overlapping kernels count twice.
+  optimizer / other / unattributed: the kernels' `pass` column; a null pass
+  counts as unattributed; `other`: outside a trainer's own pass annotations).
+  Kernel time, not wall time: overlapping kernels count twice.
 - pass TFLOP/s: the pass's known FLOPs / the time of the kernels that have them;
   null when no kernel of the pass has FLOPs (unknown, never 0).
 - step time: rank_summaries.median_step_ns, the one step time of every page:
@@ -18,7 +19,7 @@ import polars as pl
 
 from dashboard.analysis.compare import BOTH, ONLY_A, ONLY_B
 
-PASS_ORDER = ("forward", "backward", "optimizer", "unattributed")
+PASS_ORDER = ("forward", "backward", "optimizer", "other", "unattributed")
 PASS_DEFINITION = ("pass time = summed kernel time of the pass (kernels' pass column; none = unattributed); "
                    "TFLOP/s = known FLOPs / time of the kernels that have them")
 STEP_DEFINITION = ("step time = the slowest rank's median over profiler steps of the ProfilerStep#N range (else first "
