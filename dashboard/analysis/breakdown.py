@@ -60,8 +60,10 @@ def _intervals(parts: list[pl.DataFrame]) -> pl.DataFrame:
 
 def classified_intervals(kernels: pl.DataFrame, memcpy: pl.DataFrame) -> pl.DataFrame:
     """rank, step, start_ns, end_ns, kind of every kernel and copy (kind: compute / communication / memory;
-    kernels by analysis.kernel_kinds, with their launching `op` when the frame has one)."""
-    return _intervals([_part(with_kernel_kinds(kernels), pl.col("kind")), _part(memcpy, pl.lit("memory"))])
+    kernels by analysis.kernel_kinds, with their launching `op` when the frame has one; a `kind` column the
+    kernels already carry is used as it is)."""
+    classified = kernels if "kind" in kernels.columns else with_kernel_kinds(kernels)
+    return _intervals([_part(classified, pl.col("kind")), _part(memcpy, pl.lit("memory"))])
 
 
 def _union_length(mask: pl.Expr) -> pl.Expr:

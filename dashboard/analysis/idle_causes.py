@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from dashboard.analysis.gpu_busy import merged_intervals
+
 DATA_LOADING, COMMUNICATION_WAIT, SYNCHRONISATION = "data loading", "communication wait", "synchronisation"
 OUTSIDE_STEPS, LAUNCH_BOUND, CPU_BOUND, UNKNOWN = "outside steps", "launch-bound", "CPU-bound", "unknown"
 CAUSES = (DATA_LOADING, SYNCHRONISATION, LAUNCH_BOUND, CPU_BOUND, COMMUNICATION_WAIT, OUTSIDE_STEPS, UNKNOWN)
@@ -118,18 +120,24 @@ def _labelled(frame: pl.DataFrame, label: str) -> pl.DataFrame:
 
 
 def _union(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """The union of frame's intervals per `keys`, as disjoint pieces (start_ns, end_ns)."""
-    ordered = frame.sort([*keys, "start_ns"])
-    reach = pl.col("end_ns").cum_max().shift(1).over(keys)
-    opens = (reach.is_null() | (pl.col("start_ns") > reach)).cum_sum().over(keys)
-    return ordered.with_columns(opens.alias("_piece")).group_by([*keys, "_piece"]).agg(
-        pl.col("start_ns").min(), pl.col("end_ns").max()).drop("_piece")
+    """The union of frame's intervals per `keys`, as disjoint pieces (keys, start_ns, end_ns).
+
+    Each key group becomes one integer id, so gpu_busy.merged_intervals (one sort for every group at once)
+    does the work."""
+    if frame.height == 0:
+        return frame.select(*keys, "start_ns", "end_ns")
+    ids = frame.select(keys).unique().with_row_index("_group").with_columns(pl.col("_group").cast(pl.Int32))
+    grouped = frame.join(ids, on=keys).select(pl.col("_group").alias("rank"), "start_ns", "end_ns")
+    pieces = merged_intervals(grouped).rename({"rank": "_group"})
+    return pieces.join(ids, on="_group").select(*keys, "start_ns", "end_ns")
 
 
 def _launching_stretches(ranges: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
     """Launch-bound intervals: top-level CPU ops with a launch in them, launch calls, and the stretches
     between them shorter than BACK_TO_BACK_NS, per thread."""
     keys = ["rank", "thread"]
+    if launches.height == 0:
+        return launches.select(*keys, "start_ns", "end_ns")
     ops = _union(ranges.filter(pl.col("category") == "cpu_op").select(
         pl.col("rank").cast(pl.Int32), "thread", "start_ns", "end_ns"), keys)
     marks = launches.select(*keys, pl.col("start_ns").alias("launch_ns")).sort("launch_ns")
@@ -154,13 +162,18 @@ def _host_intervals(ranges: pl.DataFrame, api_calls: pl.DataFrame, launches: pl.
                      cpu.join(threads.select("rank").unique(), on="rank", how="anti")])
     name = pl.col("name").fill_null("")
     launch_bound = _launching_stretches(cpu, launches)
+    steps = cpu.filter(pl.col("category") == "profiler_step")
+    # Inside a step, time no launch claims is CPU-bound anyway: a rank's other ranges only tell CPU-bound from
+    # unknown where the rank has no steps (and leaving them out spares the sweep most of its marks).
+    unstepped = cpu.filter(pl.col("category") != "profiler_step").join(steps.select("rank").unique(), on="rank",
+                                                                        how="anti")
     parts = [
         _labelled(cpu.filter(name.str.contains(DATA_PATTERN)), "data"),
         _labelled(cpu.filter(name.str.contains(COMMUNICATION_WAIT_PATTERN)), "comm"),
         _labelled(sync.join(threads, on=["rank", "thread"], how="semi"), "sync"),
-        _labelled(cpu.filter(pl.col("category") == "profiler_step"), "step"),
+        _labelled(steps, "step"),
         _labelled(launch_bound, "launch"),
-        _labelled(cpu.filter(pl.col("category") != "profiler_step"), "cpu"),
+        _labelled(unstepped, "cpu"),
     ]
     return pl.concat(parts).filter(pl.col("end_ns") > pl.col("start_ns"))
 
@@ -180,9 +193,14 @@ def _sweep(waiting: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
         "rank", "label", pl.concat_list(pl.col("start_ns"), pl.col("end_ns")).alias("t"),
         pl.lit([1, -1], pl.List(pl.Int32)).alias("delta")).explode("t", "delta")
     counts = [pl.when(pl.col("label") == label).then(pl.col("delta")).otherwise(0).alias(label) for label in _LABELS]
-    per_time = marks.select("rank", "t", *counts).group_by("rank", "t").agg(pl.col(_LABELS).sum()).sort("rank", "t")
-    return per_time.with_columns(pl.col(_LABELS).cum_sum().over("rank"),
-                                 pl.col("t").shift(-1).over("rank").alias("end_ns")).filter(
+    # No group-by on time: after sorting, the stretch from one mark to the next carries the counts after the
+    # mark; marks at one time make zero-length stretches (dropped), and the last of them holds the right counts.
+    # Every interval opens and closes within its rank, so the counts are back at zero where a rank ends: one
+    # running sum over all ranks (no window per rank) gives each rank's counts.
+    ordered = marks.select("rank", "t", *counts).sort("rank", "t")
+    same_rank = pl.col("rank").shift(-1) == pl.col("rank")
+    return ordered.with_columns(pl.col(_LABELS).cum_sum(),
+                                pl.when(same_rank).then(pl.col("t").shift(-1)).alias("end_ns")).filter(
         pl.col("gap") > 0, pl.col("end_ns") > pl.col("t")).rename({"t": "start_ns"})
 
 

@@ -70,13 +70,24 @@ def kernel_kind(name: pl.Expr | None = None, op: pl.Expr | None = None) -> pl.Ex
 
 
 def with_kernel_kinds(kernels: pl.DataFrame) -> pl.DataFrame:
-    """`kernels` with `kind` and `family` columns, classified once per distinct (name, op) (a run has a few
-    hundred); the op is used when the frame has an `op` column."""
-    keys = ["name", "op"] if "op" in kernels.columns else ["name"]
-    op = pl.col("op") if "op" in keys else None
-    distinct = kernels.select(keys).unique().with_columns(
-        kernel_kind(pl.col("name"), op).alias("kind"), communication_family(pl.col("name"), op).alias("family"))
-    return kernels.drop("kind", "family", strict=False).join(distinct, on=keys, how="left", nulls_equal=True)
+    """`kernels` with `kind` and `family` columns (kernel_kind, communication_family), classified once per
+    distinct name and per distinct op; the op is used when the frame has an `op` column."""
+    # Two joins on one key each (a few hundred names, a few dozen ops): a join on (name, op) pairs of string
+    # columns is several times slower over a million kernels.
+    names = kernels.select(pl.col("name").unique()).with_columns(
+        kernel_kind(pl.col("name")).alias("kind"), communication_family(pl.col("name")).alias("family"))
+    frame = kernels.drop("kind", "family", strict=False).join(names, on="name", how="left", nulls_equal=True)
+    if "op" not in kernels.columns:
+        return frame
+    ops = kernels.select(pl.col("op").unique()).with_columns(
+        pl.col("op").fill_null("").str.contains(COLLECTIVE_OP_PATTERN).alias("_collective_op"))
+    if not ops.get_column("_collective_op").any():
+        return frame
+    launched = pl.col("_collective_op").fill_null(False) & (pl.col("kind") == COMPUTE)
+    return frame.join(ops, on="op", how="left", nulls_equal=True).with_columns(
+        pl.when(launched).then(pl.lit(COMMUNICATION)).otherwise(pl.col("kind")).alias("kind"),
+        pl.when(launched).then(pl.lit(LAUNCHED_BY_COLLECTIVE)).otherwise(pl.col("family")).alias("family"),
+    ).drop("_collective_op")
 
 
 def kind_of(name: str, op: str | None = None) -> str:
