@@ -42,7 +42,7 @@ THRESHOLDS: dict[str, str] = {
     "pageable copies": f"host-to-device copies from pageable memory of {format_bytes(PAGEABLE_MIN_BYTES)} or more",
     "synchronous copies": f"{SYNC_COPY_MIN_COUNT} or more blocking copies",
     "small copies": f"{SMALL_COPY_MIN_COUNT} or more copies under {format_bytes(copy_analysis.SMALL_COPY_BYTES)}",
-    "straggler": f"a rank's step time over the median of the ranks by more than {ranks.STRAGGLER_MARGIN:.0%} "
+    "straggler": f"a rank's GPU span in a step over the median of the ranks by more than {ranks.STRAGGLER_MARGIN:.0%} "
                  "(at stake: its extra kernel time; its extra idle time is in its idle findings)",
     "uneven collectives": f"communication time spread between ranks over {ranks.UNEVEN_COLLECTIVE_SHARE:.0%} of "
                           "the longest span, when no exposed-communication finding holds it",
@@ -269,7 +269,7 @@ def straggler_findings(tables: TimeTables) -> list[Finding]:
         evidence[f"+ {kernel['name'][:80]}"] = format_ns(kernel["difference_ns"])
     return [Finding(
         key="ranks:straggler",
-        title=f"Rank {rank} straggles: {format_ns(row['excess_ns'])} over the median step time",
+        title=f"Rank {rank} straggles: {format_ns(row['excess_ns'])} over the median GPU span of its steps",
         share=at_stake / tables.span(rank), share_of=tables.span_text(rank),
         at_stake_ns=at_stake, evidence=evidence,
         url=view_href("/timeline", tables.run_id, rank=rank, window=window),
