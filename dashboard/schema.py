@@ -43,8 +43,10 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         # Attribution, filled by the collector where the source allows it.
         "op": _STR,  # innermost enclosing CPU op that launched the kernel
         "layer": _STR,  # innermost enclosing module / layer
-        # forward / backward / optimizer by the ops enclosing the launch; unattributed = no launch links it
+        # forward / backward / optimizer by the ops enclosing the launch; unattributed = no launch links it;
+        # other = outside the trainer's own `## forward ##` / `## backward ##` / `## optimizer ##` annotations
         "pass": _STR,
+        "pass_annotation": _STR,  # pass `other`: the trainer's `## name ##` annotation it ran under
         "step": _I64,  # N of the ProfilerStep#N open at the launch; null outside steps or unknown
         "flops": _F64,  # null = unknown, never 0 for unknown
         # Bytes the kernel moves to and from memory, where the source estimates them (tinygrad: Estimates.mem,
@@ -69,6 +71,7 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "op": _STR,
         "layer": _STR,
         "pass": _STR,  # as in kernels
+        "pass_annotation": _STR,  # as in kernels
         "step": _I64,  # as in kernels
     },
     # A named interval on a CPU thread or GPU stream: NVTX range, PyTorch op,

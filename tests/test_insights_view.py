@@ -14,7 +14,7 @@ from dashboard.demo import seed_demo
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 from dashboard.views import run_views
-from tests.support.dash_requests import HOST, by_id, components, dash_layout
+from tests.support.dash_requests import HOST, by_id, callback_payload, components, dash_layout
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +91,24 @@ def test_overlap_and_launch_tables_show_the_analysis_numbers(demo: tuple[Any, Ru
                          f"{first['overlap_ns'] / first['communication_total_ns']:.1%}",
                          format_ns(first["communication_ns"])]
     assert any("launch-stats" in c["props"].get("className", "") for c in components(tree))
+
+
+def test_hta_scope_switch_draws_htas_temporal_breakdown(demo: tuple[Any, RunStore]) -> None:
+    client, store = demo
+    run_id = _run_with(store, "layers")
+    hta = run_insights(store.open(run_id)).time.hta
+    tree = dash_layout(client, f"{HOST}/insights?run={run_id}&scope=hta")
+    assert by_id(tree, "insights-hta-scope")["props"]["value"] is True
+    figure = by_id(tree, "insights-breakdown")["props"]["figure"]
+    assert [trace["name"] for trace in figure["data"]] == ["compute", "non-compute", "idle"]
+    assert figure["data"][2]["y"] == [value / 1e6 for value in hta.get_column("idle_ns")]
+    assert any("hta-breakdown" in c["props"].get("className", "") for c in components(tree))
+    # The switch itself: the section redrawn in HTA's scope and `scope=hta` written to the address bar.
+    dependencies = client.get("/_dash-dependencies").get_json()
+    payload = callback_payload(dependencies, "insights-breakdown-section.children",
+                               {"insights-hta-scope.value": True, "insights-run.data": run_id},
+                               ["insights-hta-scope.value"])
+    response = client.post("/_dash-update-component", json=payload).get_json()["response"]
+    assert response['{"page":"insights","type":"url-state"}']["data"] == {"scope": "hta"}
+    section = response["insights-breakdown-section"]["children"]
+    assert any("hta-breakdown" in c["props"].get("className", "") for c in components(section))

@@ -32,9 +32,17 @@ def check_schema(report: dict) -> None:
     for row in report["gpu_time"]:
         assert set(row) >= GPU_TIME_KEYS and all(isinstance(row[key], int) for key in GPU_TIME_KEYS)
         assert row["compute_ns"] + row["communication_ns"] + row["memory_ns"] + row["idle_ns"] == row["span_ns"]
+    for row in report["gpu_time_hta"]:  # HTA's three parts in HTA's scope add up to its span too
+        assert row["idle_ns"] + row["compute_ns"] + row["non_compute_ns"] == row["span_ns"]
+    assert {row["rank"] for row in report["gpu_time_hta"]} <= {row["rank"] for row in report["gpu_time"]}
+    assert set(report["step_time"]) == {"step_ns", "source", "definition"}
+    by_rank = {}
+    for row in report["idle_causes"]:  # one cause per idle ns: the causes add up to the idle time
+        by_rank[row["rank"]] = by_rank.get(row["rank"], 0) + row["idle_ns"]
+    assert by_rank == {row["rank"]: row["idle_ns"] for row in report["gpu_time"] if row["rank"] in by_rank}
     for finding in report["findings"]:
         assert set(finding) >= FINDING_KEYS
-        assert finding["severity"] in {"high", "medium", "low"}
+        assert finding["severity"] in {"high", "medium", "low", "info"}
         assert isinstance(finding["title"], str) and isinstance(finding["evidence"], dict)
         stakes = [key for key in ("at_stake_ns", "at_stake_bytes", "at_stake_ops") if key in finding]
         assert len(stakes) >= 1 and all(isinstance(finding[key], int) for key in stakes)

@@ -2,10 +2,10 @@
 
 Definitions (written on /insights too):
 - activity: kernels and copies / memsets of a rank, any stream.
-- kind of an activity: communication = a kernel whose name is a collective
-  (NCCL / RCCL / all-reduce, all-gather, reduce-scatter, all-to-all,
-  send/recv); memory = every row of the memcpy table (copies and memsets) and
-  kernels named Memcpy / Memset; compute = every other kernel.
+- kind of an activity: analysis.kernel_kinds (communication = NCCL, RCCL,
+  DeepEP, NVSHMEM, multimem / one-shot / two-shot all-reduce, collectives by
+  name or by launching op; memory = every row of the memcpy table and kernels
+  named Memcpy / Memset; compute = every other kernel).
 - span: first activity start to last activity end.
 - compute_ns: length of the union of compute intervals (HTA's compute time).
 - communication_ns: time covered by communication and not by compute.
@@ -26,47 +26,44 @@ from __future__ import annotations
 import polars as pl
 
 from dashboard import schema
+from dashboard.analysis import kernel_kinds
 from dashboard.store import Run
 
-COMMUNICATION_PATTERN = (r"(?i)nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv")
-MEMORY_KERNEL_PATTERN = r"(?i)memcpy|memset"
-KINDS = ("compute", "communication", "memory")
+KINDS = kernel_kinds.KINDS
 BREAKDOWN_DEFINITION = (
     "span = first to last GPU activity (kernels, copies, memsets) of a rank; compute = union of compute "
-    "kernels; communication = collective kernels (NCCL/RCCL…) not under compute; memory = copies and memsets "
-    "under neither; idle = span − union of everything (HTA's temporal breakdown: its non-compute time is "
-    "communication + memory)"
+    "kernels; communication = collective kernels (NCCL, RCCL, DeepEP, NVSHMEM, multimem…) not under compute; "
+    "memory = copies and memsets under neither; idle = span − union of everything (HTA's temporal breakdown: "
+    "its non-compute time is communication + memory)"
 )
 _NO_STEP = -1  # null step inside the grouping keys (joins do not match nulls)
 _GROUP_SCHEMA = {"rank": pl.Int32, "step": pl.Int64}
 BREAKDOWN_COLUMNS = ("span_ns", "busy_ns", "idle_ns", "compute_ns", "communication_ns", "memory_ns",
                      "communication_total_ns", "overlap_ns")
 
-
-def kernel_kind() -> pl.Expr:
-    """compute / communication / memory of a kernel, by its `name`."""
-    name = pl.col("name").fill_null("")
-    return (pl.when(name.str.contains(COMMUNICATION_PATTERN)).then(pl.lit("communication"))
-            .when(name.str.contains(MEMORY_KERNEL_PATTERN)).then(pl.lit("memory"))
-            .otherwise(pl.lit("compute")))
+# The one classification (analysis.kernel_kinds), named here too for the callers of the breakdown.
+kernel_kind = kernel_kinds.kernel_kind
+with_kernel_kinds = kernel_kinds.with_kernel_kinds
 
 
-def with_kernel_kinds(kernels: pl.DataFrame) -> pl.DataFrame:
-    """`kernels` with a `kind` column, classified once per distinct name (a run has a few hundred)."""
-    names = kernels.select(pl.col("name").unique()).with_columns(kernel_kind().alias("kind"))
-    return kernels.join(names, on="name", how="left", nulls_equal=True)
+def _part(frame: pl.DataFrame, kind: pl.Expr) -> pl.DataFrame:
+    step = pl.col("step") if "step" in frame.columns else pl.lit(None, dtype=pl.Int64)
+    return frame.select(pl.col("rank").cast(pl.Int32).fill_null(0), step.cast(pl.Int64).alias("step"),
+                        pl.col("start_ns").cast(pl.Int64), pl.col("end_ns").cast(pl.Int64), kind.alias("kind"))
+
+
+def _intervals(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    frame = pl.concat(parts)
+    return frame.drop_nulls(["start_ns", "end_ns"]).with_columns(pl.max_horizontal("start_ns", "end_ns")
+                                                                  .alias("end_ns"))
 
 
 def classified_intervals(kernels: pl.DataFrame, memcpy: pl.DataFrame) -> pl.DataFrame:
-    """rank, step, start_ns, end_ns, kind of every kernel and copy (kind: compute / communication / memory)."""
-    def part(frame: pl.DataFrame, kind: pl.Expr) -> pl.DataFrame:
-        step = pl.col("step") if "step" in frame.columns else pl.lit(None, dtype=pl.Int64)
-        return frame.select(pl.col("rank").cast(pl.Int32).fill_null(0), step.cast(pl.Int64).alias("step"),
-                            pl.col("start_ns").cast(pl.Int64), pl.col("end_ns").cast(pl.Int64), kind.alias("kind"))
-
-    frame = pl.concat([part(with_kernel_kinds(kernels), pl.col("kind")), part(memcpy, pl.lit("memory"))])
-    return frame.drop_nulls(["start_ns", "end_ns"]).with_columns(pl.max_horizontal("start_ns", "end_ns")
-                                                                  .alias("end_ns"))
+    """rank, step, start_ns, end_ns, kind of every kernel and copy (kind: compute / communication / memory;
+    kernels by analysis.kernel_kinds, with their launching `op` when the frame has one; a `kind` column the
+    kernels already carry is used as it is)."""
+    classified = kernels if "kind" in kernels.columns else with_kernel_kinds(kernels)
+    return _intervals([_part(classified, pl.col("kind")), _part(memcpy, pl.lit("memory"))])
 
 
 def _union_length(mask: pl.Expr) -> pl.Expr:
@@ -140,7 +137,7 @@ def read_columns(run: Run, table: str, columns: tuple[str, ...]) -> pl.DataFrame
 
 def run_intervals(run: Run) -> pl.DataFrame:
     """classified_intervals of a run's kernels and copies, reading only the columns it needs."""
-    kernels = read_columns(run, "kernels", ("rank", "step", "name", "start_ns", "end_ns"))
+    kernels = read_columns(run, "kernels", ("rank", "step", "name", "op", "start_ns", "end_ns"))
     memcpy = read_columns(run, "memcpy", ("rank", "step", "start_ns", "end_ns"))
     return classified_intervals(kernels, memcpy)
 
@@ -161,21 +158,38 @@ def breakdown_text(by_rank: pl.DataFrame, max_ranks: int = 4) -> str:
     return "; ".join(parts) + (f"; {more} more ranks" if more > 0 else "")
 
 
+HTA_SCOPE_DEFINITION = (
+    "HTA's scope: the GPU work HolisticTraceAnalysis' temporal breakdown counts: launched before the rank's last "
+    "ProfilerStep begins (HTA leaves the last, often cut-short, step out) and launched by a CPU call in the "
+    "trace; kernels split by HTA's own names (communication = nccl…Kernel; non-compute = that, Memcpy, Memset "
+    "and …Sync kernels, copies and memsets)")
+
+
 def hta_scope(intervals_source: tuple[pl.DataFrame, pl.DataFrame], api_calls: pl.DataFrame,
               ranges: pl.DataFrame) -> pl.DataFrame:
-    """classified_intervals of the kernels and copies HTA's temporal breakdown counts.
+    """rank, step, start_ns, end_ns, kind of the kernels and copies HTA's temporal breakdown counts, split the
+    way HTA splits them (kernel_kinds.hta_kernel_kind), so breakdown_by_rank of it gives HTA's numbers.
 
     HTA keeps GPU work whose launching CPU call starts before the last
     ProfilerStep of the rank begins (the last step is often cut short), and
     drops GPU work with no launch in the trace. Without profiler steps it
-    keeps everything, as HTA does. Used to check our numbers against HTA's.
+    keeps everything, as HTA does.
     """
     kernels, memcpy = intervals_source
     last_step = ranges.filter(pl.col("category") == "profiler_step").group_by("rank").agg(
         pl.col("start_ns").max().alias("last_step_ns"))
-    if last_step.height == 0:
-        return classified_intervals(kernels, memcpy)
-    launches = api_calls.drop_nulls("correlation").join(last_step, on="rank").filter(
-        pl.col("start_ns") < pl.col("last_step_ns")).select("rank", "correlation").unique()
-    keep = [table.join(launches, on=["rank", "correlation"], how="semi") for table in (kernels, memcpy)]
-    return classified_intervals(*keep)
+    if last_step.height:
+        launches = api_calls.drop_nulls("correlation").join(last_step, on="rank").filter(
+            pl.col("start_ns") < pl.col("last_step_ns")).select("rank", "correlation").unique()
+        kernels, memcpy = (table.join(launches, on=["rank", "correlation"], how="semi") for table in (kernels, memcpy))
+    return _intervals([_part(kernels, kernel_kinds.hta_kernel_kind()), _part(memcpy, pl.lit("memory"))])
+
+
+def hta_breakdown(kernels: pl.DataFrame, memcpy: pl.DataFrame, api_calls: pl.DataFrame,
+                  ranges: pl.DataFrame) -> pl.DataFrame:
+    """Per rank in HTA's scope (hta_scope): span_ns, idle_ns, compute_ns, non_compute_ns and their shares of the
+    span (HTA's kernel_time, idle_time, compute_time, non_compute_time)."""
+    by_rank = breakdown_by_rank(hta_scope((kernels, memcpy), api_calls, ranges))
+    return by_rank.select("rank", "span_ns", "idle_ns", "compute_ns",
+                          (pl.col("span_ns") - pl.col("idle_ns") - pl.col("compute_ns")).alias("non_compute_ns"),
+                          "idle_share", "compute_share", "non_compute_share")

@@ -1,7 +1,8 @@
 """A series of runs as a trend: step time, GPU busy share, top-kernel times and memory peaks per run.
 
-Definitions (the same as on /compare): step time = compare_passes.STEP_DEFINITION
-(all ranks); GPU busy share = busy / span summed over ranks (gpu_busy); kernel
+Definitions (the same as on /compare and /ranks): step time = compare_passes.STEP_DEFINITION
+(rank_summaries.median_step_ns over all ranks: the ProfilerStep range where the trace has one, else the
+kernel span); GPU busy share = busy / span summed over ranks (gpu_busy); kernel
 time = summed durations per kernel name, for the TOP_KERNELS names with the most
 time over the whole series; memory peak = the highest allocated bytes per bank
 of each buffer type (memory.peaks, rank 0 or the run's first rank). A run

@@ -2,12 +2,14 @@
 
 Definitions (written on the page and in the CLI's output too):
 - pass time: the summed duration of the kernels of a pass (forward / backward /
-  optimizer / unattributed: the kernels' `pass` column; a null pass counts as
-  unattributed). Kernel time, not wall time: overlapping kernels count twice.
+  optimizer / other / unattributed: the kernels' `pass` column; a null pass
+  counts as unattributed; `other`: outside a trainer's own pass annotations).
+  Kernel time, not wall time: overlapping kernels count twice.
 - pass TFLOP/s: the pass's known FLOPs / the time of the kernels that have them;
   null when no kernel of the pass has FLOPs (unknown, never 0).
-- step time: the median over profiler steps of (last kernel end − first kernel
-  start) of the kernels launched in that step (`step` column); null without steps.
+- step time: rank_summaries.median_step_ns, the one step time of every page:
+  per rank the median of its steps (the ProfilerStep#N range, else first to
+  last kernel launched in step N), the slowest rank's; null without steps.
 - GPU busy: gpu_busy's definition (union of kernel and copy intervals over the span).
 """
 
@@ -17,10 +19,11 @@ import polars as pl
 
 from dashboard.analysis.compare import BOTH, ONLY_A, ONLY_B
 
-PASS_ORDER = ("forward", "backward", "optimizer", "unattributed")
+PASS_ORDER = ("forward", "backward", "optimizer", "other", "unattributed")
 PASS_DEFINITION = ("pass time = summed kernel time of the pass (kernels' pass column; none = unattributed); "
                    "TFLOP/s = known FLOPs / time of the kernels that have them")
-STEP_DEFINITION = "step time = median over profiler steps of last kernel end − first kernel start in the step"
+STEP_DEFINITION = ("step time = the slowest rank's median over profiler steps of the ProfilerStep#N range (else first "
+                   "to last kernel launched in step N)")
 _PASS_SCHEMA = {"pass": pl.String, "kernels": pl.Int64, "time_ns": pl.Int64, "flops": pl.Float64,
                 "flop_time_ns": pl.Int64}
 
@@ -57,16 +60,6 @@ def pass_comparison(kernels_a: pl.DataFrame, kernels_b: pl.DataFrame) -> pl.Data
         .otherwise(pl.lit(BOTH)).alias("presence"),
     ).sort(order, "pass").select("pass", "time_a_ns", "time_b_ns", "delta_ns", "ratio", "tflops_a", "tflops_b",
                                  "presence")
-
-
-def step_time_ns(kernels: pl.DataFrame) -> float | None:
-    """Median GPU step time (see STEP_DEFINITION), per rank then the slowest rank's; None without steps."""
-    stepped = kernels.filter(pl.col("step").is_not_null())
-    if stepped.height == 0:
-        return None
-    spans = stepped.group_by("rank", "step").agg((pl.col("end_ns").max() - pl.col("start_ns").min()).alias("span"))
-    per_rank = spans.group_by("rank").agg(pl.col("span").median())
-    return float(per_rank.get_column("span").max())  # type: ignore[arg-type]
 
 
 def busy_totals(busy: pl.DataFrame) -> dict[str, float | int | None]:

@@ -7,6 +7,10 @@
   device-to-host copy into pageable memory (`.item()`, `.cpu()`, `.tolist()`):
   the CPU stops until the GPU has drained.
 - small: fewer than SMALL_COPY_BYTES; each costs a launch and a fixed latency.
+
+In the summary each copy counts in one class only, the first that applies in
+that order (a small pageable copy is a pageable copy), so the classes' times
+never add one copy twice.
 """
 
 from __future__ import annotations
@@ -34,10 +38,13 @@ def copy_classes(memcpy: pl.DataFrame, api_calls: pl.DataFrame) -> pl.DataFrame:
 
 
 def copy_summary(classes: pl.DataFrame) -> pl.DataFrame:
-    """Per rank and class (pageable HtoD / synchronous / small): copies, bytes, time_ns, longest copy."""
+    """Per rank and class (pageable HtoD / synchronous / small; each copy in its first class): copies, bytes,
+    time_ns, longest copy."""
     parts = []
+    taken = pl.lit(False)
     for kind, column in zip(_KINDS, ("pageable_htod", "synchronous", "small"), strict=True):
-        chosen = classes.filter(pl.col(column))
+        chosen = classes.filter(pl.col(column) & ~taken)
+        taken = taken | pl.col(column)
         parts.append(chosen.group_by("rank").agg(
             pl.lit(kind).alias("class"), pl.len().cast(pl.Int64).alias("copies"),
             pl.col("bytes").sum().cast(pl.Int64).alias("bytes"), pl.col("duration_ns").sum().alias("time_ns"),

@@ -121,6 +121,9 @@ def planner_findings(run_id: str, buffers: pl.DataFrame) -> list[Finding]:
             url=view_href("/planner", run_id, group=group, op=peak["at_op"]),
             advice="buffers whose lifetimes do not overlap can share space; fewer pipeline stages or smaller "
                    "tiles lower the peak",
+            informational=True,  # a compile-time plan: no runtime at stake
             evidence={"peak": amount, "capacity": limit, "at op": peak["at_op"],
-                      "live buffers": peak["live_buffers"]}))
+                      "live buffers": peak["live_buffers"],
+                      "would save": "no runtime at stake (a compile-time plan); freeing space here lets the "
+                                    "planner keep more stages or larger tiles"}))
     return found

@@ -2,7 +2,18 @@
 
 Ranking: findings are ordered by `share` (the time or bytes at stake over the
 total they come from: a rank's GPU span, a memory's capacity), most first, so
-time and bytes findings compare on one scale.
+time and bytes findings compare on one scale. Severity follows that share;
+a finding that costs no runtime (a compiler pass that grew the IR, a planner
+plan near its capacity) is `info` whatever its share, and says what it would
+save instead.
+
+Counted once: a GPU-time finding names its `rank` and which part of that
+rank's span its time comes from (`budget`: "idle" for idle time, "busy" for
+time the GPU was running something). A rank's idle findings are disjoint
+parts of its idle time and its busy findings disjoint parts of its busy time,
+so the time at stake of all its findings adds up to at most its span.
+Symptoms of the same time (short kernels, a layer's launch gaps, uneven
+collectives) are evidence of the finding whose time they are, not findings.
 """
 
 from __future__ import annotations
@@ -15,7 +26,8 @@ from dashboard.analysis.units import format_bytes, format_ns
 
 HIGH_SHARE = 0.25  # at stake >= 25 % of its total: high severity
 MEDIUM_SHARE = 0.10  # >= 10 %: medium; below: low
-SEVERITIES = ("high", "medium", "low")
+SEVERITIES = ("high", "medium", "low", "info")
+IDLE, BUSY = "idle", "busy"  # the part of a rank's span a GPU-time finding's time is taken from
 
 
 def severity_of(share: float) -> str:
@@ -50,6 +62,9 @@ class Finding:
     at_stake_bytes: int | None = None
     at_stake_ops: int | None = None  # compiler findings: IR operations (neither time nor bytes)
     evidence: dict[str, Any] = field(default_factory=dict)  # label -> number or short text
+    rank: int | None = None  # GPU-time findings: the rank whose time is at stake
+    budget: str | None = None  # IDLE or BUSY: the part of that rank's span the time comes from
+    informational: bool = False  # costs no runtime (compile time, a plan's headroom): severity `info`
 
     @property
     def at_stake_text(self) -> str:
@@ -62,7 +77,7 @@ class Finding:
 
     @property
     def severity(self) -> str:
-        return severity_of(self.share)
+        return "info" if self.informational else severity_of(self.share)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -77,5 +92,5 @@ class Finding:
 
 
 def ranked(findings: list[Finding]) -> list[Finding]:
-    """Most at stake first (by share), then by title for a stable order."""
-    return sorted(findings, key=lambda finding: (-finding.share, finding.title))
+    """Most at stake first (by share), findings that cost no runtime after the others, then by title."""
+    return sorted(findings, key=lambda finding: (finding.informational, -finding.share, finding.title))

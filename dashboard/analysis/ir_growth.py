@@ -87,7 +87,9 @@ def ir_findings(run_id: str, ir_steps: pl.DataFrame) -> list[Finding]:
             url=view_href("/compiler", run_id, compile=row["compile"], step=row["step"], cmp=row["from_step"]),
             advice="check what the pass expanded (unrolled loops, pipelining stages, layout conversions): "
                    "fewer stages, smaller blocks or fewer num_warps shrink what later passes must handle",
-            evidence={"ops before": row["ops_before"], "ops after": after, "ops added": added,
+            informational=True,  # compile time only: the kernel's runtime is not at stake
+            evidence={"would save": f"{added} IR ops of compile work; no runtime at stake",
+                      "ops before": row["ops_before"], "ops after": after, "ops added": added,
                       "lines before": row["lines_before"], "lines after": row["lines_after"],
                       "lines added": row["lines_growth"], "stage": row["stage"],
                       "steps compared": f"{row['from_step']} → {row['step']}"}))

@@ -5,8 +5,9 @@
   out of the delay figures.
 - short kernel: shorter than SHORT_KERNEL_NS. Many of them make a run
   launch-bound: each costs a launch (several µs of CPU) for little GPU work.
-- a layer is launch-bound when its launch-bound idle gaps (idle_causes) add
-  up to more than LAUNCH_BOUND_LAYER_SHARE of its kernel time.
+- a layer is launch-bound when the launch-bound idle time (idle_causes) of
+  the gaps its kernels end adds up to more than LAUNCH_BOUND_LAYER_SHARE of
+  its kernel time.
 """
 
 from __future__ import annotations
@@ -46,21 +47,20 @@ def launch_summary(delays: pl.DataFrame) -> pl.DataFrame:
     ).sort("rank")
 
 
-def launch_bound_layers(kernels: pl.DataFrame, gap_table: pl.DataFrame) -> pl.DataFrame:
-    """Per layer: kernel_ns, launch_bound_ns (launch-bound gaps ended by its kernels), kernels, short kernels.
+def launch_bound_layers(kernels: pl.DataFrame, waits: pl.DataFrame) -> pl.DataFrame:
+    """Per layer: kernel_ns, launch_bound_ns (launch-bound idle time ended by its kernels), kernels, short kernels.
 
-    Only layers whose launch-bound time exceeds LAUNCH_BOUND_LAYER_SHARE of their
-    kernel time, most launch-bound time first.
+    `waits`: rank, correlation (of the work that ended a gap), wait_ns (that gap's launch-bound ns, see
+    idle_causes). Only layers whose launch-bound time exceeds LAUNCH_BOUND_LAYER_SHARE of their kernel time,
+    most launch-bound time first.
     """
     layered = kernels.filter(pl.col("layer").is_not_null())
-    waits = gap_table.filter(pl.col("cause") == "launch-bound").select(
-        "rank", pl.col("next_correlation").alias("correlation"), "gap_ns")
     per_kernel = layered.select(pl.col("rank").cast(pl.Int32), "correlation", "layer",
                                 (pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns")).join(
         waits, on=["rank", "correlation"], how="left")
     per_layer = per_kernel.group_by("layer").agg(
         pl.col("duration_ns").sum().alias("kernel_ns"),
-        pl.col("gap_ns").sum().alias("launch_bound_ns"),
+        pl.col("wait_ns").sum().alias("launch_bound_ns"),
         pl.len().alias("kernels"),
         (pl.col("duration_ns") < SHORT_KERNEL_NS).sum().alias("short_kernels"),
     )

@@ -24,7 +24,7 @@ import polars as pl
 Window = tuple[int, int] | None
 LAYER_CATEGORIES = ("module",)
 # In box order. "none" is what runs ingested before optimizer / unattributed existed carry.
-PASSES = ("forward", "backward", "optimizer", "unattributed", "none")
+PASSES = ("forward", "backward", "optimizer", "other", "unattributed", "none")
 SOURCE_RANGES = "module ranges (one sample = one module call's duration)"
 SOURCE_KERNELS = ("kernel time per layer occurrence (no module ranges in this run: one sample = the summed "
                   "time of consecutive kernels attributed to the layer)")

@@ -88,7 +88,9 @@ def sharing_findings(run_id: str, buffers: pl.DataFrame) -> list[Finding]:
             url=view_href("/planner", run_id, group=group, buffer=buffer_key(memory, top["second_index"])),
             advice="let the planner reuse one allocation for buffers whose lifetimes do not overlap "
                    "(same buffer id), or reorder the ops that keep them apart",
-            evidence={"saving": amount, "pairs": of_memory.height,
+            informational=True,  # a plan's memory, not runtime: it would save on-chip space
+            evidence={"would save": f"{amount} of {memory} (no runtime at stake: compile-time plan)",
+                      "pairs": of_memory.height,
                       **{f"{row['first']} [{row['first_index']}] + {row['second']} [{row['second_index']}]":
                          format_bytes(row["saving"]) if in_bytes else f"{row['saving']} columns"
                          for row in of_memory.head(5).iter_rows(named=True)}}))

@@ -18,7 +18,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from dashboard.analysis.rank_summaries import KERNEL_SUMMARY_SCHEMA, STEP_SCHEMA, step_spans
+from dashboard.analysis.rank_summaries import (
+    KERNEL_SUMMARY_SCHEMA,
+    STEP_SCHEMA,
+    median_step_ns,
+    step_source,
+    step_spans,
+)
 from dashboard.store import Run
 
 SLOWEST_SHOWN = 10
@@ -48,6 +54,14 @@ def step_matrix(run: Run) -> pl.DataFrame:
         if grouped.height:
             parts.append(step_spans(grouped, "kernels"))
     return pl.concat(parts).sort("rank", "step") if parts else pl.DataFrame(schema=STEP_SCHEMA)
+
+
+def step_time(run: Run, rank: int | None = None) -> tuple[float | None, str]:
+    """(the step time of `run` or of one rank: rank_summaries.median_step_ns, which definition it used)."""
+    steps = step_matrix(run)
+    if rank is not None:
+        steps = steps.filter(pl.col("rank") == rank)
+    return median_step_ns(steps), step_source(steps)
 
 
 def kernel_totals(run: Run) -> pl.DataFrame:

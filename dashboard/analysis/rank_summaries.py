@@ -26,6 +26,8 @@ STEP_SCHEMA = {"rank": pl.Int32, "step": pl.Int64, "start_ns": pl.Int64, "end_ns
                "source": pl.String}
 STEP_DEFINITION = ("step time = length of the ProfilerStep#N range of the rank (else first to last kernel "
                    "launched in step N)")
+# What `source` says, in words a page can print beside a step time.
+STEP_SOURCES = {"ProfilerStep": "ProfilerStep ranges", "kernels": "kernel spans (the trace has no ProfilerStep range)"}
 
 
 def kernel_summary(kernels: pl.DataFrame) -> pl.DataFrame:
@@ -64,6 +66,25 @@ def step_spans(frame: pl.DataFrame, source: str) -> pl.DataFrame:
         pl.col("rank").cast(pl.Int32), pl.col("step").cast(pl.Int64), pl.col("start_ns").cast(pl.Int64),
         pl.col("end_ns").cast(pl.Int64), (pl.col("end_ns") - pl.col("start_ns")).cast(pl.Int64).alias("step_ns"),
         pl.lit(source).alias("source"))
+
+
+def median_step_ns(steps: pl.DataFrame) -> float | None:
+    """The run's step time: per rank the median of its step times (STEP_DEFINITION), then the slowest rank's;
+    None without steps. /ranks, /compare, /history and `report` all read this one number."""
+    if steps.height == 0:
+        return None
+    per_rank = steps.group_by("rank").agg(pl.col("step_ns").median())
+    return float(per_rank.get_column("step_ns").max())  # type: ignore[arg-type]
+
+
+def step_source(steps: pl.DataFrame) -> str:
+    """Which of STEP_DEFINITION's two the step times are (STEP_SOURCES), or that there are no steps."""
+    sources = sorted(set(steps.get_column("source").to_list())) if steps.height else []
+    if not sources:
+        return "no profiler steps"
+    if len(sources) == 1:
+        return STEP_SOURCES.get(sources[0], sources[0])
+    return "ProfilerStep ranges; kernel spans on the ranks without them"
 
 
 def busy_summary(kernels: pl.DataFrame | None, memcpy: pl.DataFrame | None) -> pl.DataFrame:

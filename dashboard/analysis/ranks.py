@@ -1,8 +1,10 @@
 """Ranks that hold the others back: stragglers and uneven time in collectives.
 
-- step time of a rank = the GPU span of the activity it launched in that
-  step (breakdown_by_step). A rank straggles in a step when its step time
-  exceeds the median over ranks by more than STRAGGLER_MARGIN.
+- GPU span of a rank's step = first to last GPU activity it launched in that
+  step (breakdown_by_step): what its GPU did, unlike the step time of /ranks
+  (the ProfilerStep range, which ranks in lock-step share). A rank straggles in
+  a step when its GPU span exceeds the median over ranks by more than
+  STRAGGLER_MARGIN.
 - the kernels that make the difference: per kernel name, the straggler's
   time in its slow steps minus the median over the other ranks in those steps.
 - collectives are uneven when the ranks' communication time (union of their

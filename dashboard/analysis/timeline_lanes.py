@@ -2,7 +2,8 @@
 
 A lane is one horizontal row of the timeline:
 
-- `passes`: forward / backward / optimizer bands of one rank, one per pass per profiler step;
+- `passes`: forward / backward / optimizer / other bars of one rank: the union of each pass's kernel
+  intervals per profiler step (pass_bands);
 - `gpu`: one (rank, device, stream): its kernels and copies (copies named by kind);
 - `gpu_ranges`: ranges recorded on that stream (GPU annotations, modules);
 - `cpu`: one CPU thread's ranges (profiler steps, NVTX, ops, modules), one lane
@@ -20,7 +21,7 @@ import polars as pl
 
 MAX_SUBLANES = 3
 STACK_CATEGORY = "python_function"
-PASSES = ("forward", "backward", "optimizer")
+PASSES = ("forward", "backward", "optimizer", "other")
 SECTION_ORDER = {"passes": 0, "gpu": 1, "gpu_ranges": 1, "cpu": 2}
 
 EVENT_SCHEMA = {
@@ -111,36 +112,42 @@ def _steps_of(frame: pl.DataFrame) -> pl.Expr:
 
 
 def pass_bands(ranges: pl.DataFrame, kernels: pl.DataFrame) -> pl.DataFrame:
-    """Forward / backward / optimizer bands: rank, step, pass, start_ns, end_ns.
+    """Pass bars: rank, step, pass, pass_annotation, start_ns, end_ns, kernels.
 
-    One band per pass per profiler step per rank, from the first start to
-    the last end of that pass's kernels in that step (the step a kernel was
-    launched in: its `step`). Kernels outside every step form one band per
-    maximal run of one pass (per rank, in start order). Pass-tagged kernels
-    are used, else ranges when no kernel carries a pass: the GPU is what the
-    bands describe. Unattributed events make no band.
+    The bars of a pass are the union of its kernels' intervals, per rank and
+    profiler step (the step a kernel was launched in: its `step`; null
+    outside steps) and, for pass `other`, per trainer annotation it ran under
+    (`sparse_data_dist`): where the GPU ran that pass, never one envelope from
+    its first kernel to its last, so a pass interrupted by another (an
+    optimizer's zero_grad at the start of a step, its step at the end) is
+    several bars and never paints over the pass between. `kernels` counts the
+    kernels of a bar. Pass-tagged kernels are used, else ranges when no kernel
+    carries a pass: the GPU is what the bars describe. Unattributed events
+    make no bar.
     """
-    columns = ["rank", "step", "pass", "start_ns", "end_ns"]
-    source = kernels.lazy().select("rank", _steps_of(kernels), "pass", "start_ns", "end_ns").filter(
-        pl.col("pass").is_in(PASSES))
+    columns = ["rank", "step", "pass", "pass_annotation", "start_ns", "end_ns", "kernels"]
+
+    def tagged(frame: pl.DataFrame) -> pl.LazyFrame:
+        annotation = pl.col("pass_annotation") if "pass_annotation" in frame.columns else pl.lit(None, pl.String)
+        return frame.lazy().select("rank", _steps_of(frame), "pass", annotation.alias("pass_annotation"),
+                                   "start_ns", "end_ns").filter(pl.col("pass").is_in(PASSES))
+
+    source = tagged(kernels)
     if source.select(pl.len()).collect().item() == 0:
-        source = ranges.lazy().select("rank", _steps_of(ranges), "pass", "start_ns", "end_ns").filter(
-            pl.col("pass").is_in(PASSES))
-    source = source.with_columns(pl.col("rank").fill_null(0)).drop_nulls(["start_ns", "end_ns"])
-    in_steps = (source.filter(pl.col("step").is_not_null())
-                .group_by("rank", "step", "pass")
-                .agg(pl.col("start_ns").min(), pl.col("end_ns").max()))
-    changed = (pl.col("pass") != pl.col("pass").shift()).fill_null(True)
-    outside = (
-        source.filter(pl.col("step").is_null())
-        .sort("start_ns")  # tables are stored time-sorted, so this is a cheap check
-        .with_columns(changed.cum_sum().over("rank").alias("band"))
-        .group_by("rank", "band")
-        .agg(pl.col("step").first(), pl.col("pass").first(), pl.col("start_ns").min(), pl.col("end_ns").max())
-        .drop("band")
+        source = tagged(ranges)
+    keys = ["rank", "_step", "pass", "_annotation"]
+    reach = pl.col("end_ns").cum_max().shift(1).over(keys)
+    bars = (
+        source.with_columns(pl.col("rank").fill_null(0), pl.col("step").fill_null(-1).alias("_step"),
+                            pl.col("pass_annotation").fill_null("").alias("_annotation"))
+        .drop_nulls(["start_ns", "end_ns"])
+        .sort([*keys, "start_ns"])
+        .with_columns((reach.is_null() | (pl.col("start_ns") > reach)).cum_sum().over(keys).alias("_bar"))
+        .group_by([*keys, "_bar"])
+        .agg(pl.col("step").first(), pl.col("pass_annotation").first(), pl.col("start_ns").min(),
+             pl.col("end_ns").max(), pl.len().cast(pl.Int64).alias("kernels"))
     )
-    return (pl.concat([in_steps.select(columns), outside.select(columns)])
-            .sort("rank", "start_ns", "pass").collect())
+    return bars.select(columns).sort("rank", "start_ns", "pass").collect()
 
 
 def lane_events(kernels: pl.DataFrame, memcpy: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:

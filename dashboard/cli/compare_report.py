@@ -18,7 +18,7 @@ from dashboard.analysis.compare_compiler import compare_compiles
 from dashboard.analysis.compare_cuda_memory import cuda_memory_section
 from dashboard.analysis.compare_kernels import match_renamed, merge_renamed
 from dashboard.analysis.compare_memory import align_ops, aligned_curves, first_divergence, op_sequence, peak_comparison
-from dashboard.analysis.compare_passes import busy_comparison, pass_comparison, step_time_ns
+from dashboard.analysis.compare_passes import STEP_DEFINITION, busy_comparison, pass_comparison
 from dashboard.analysis.compare_planner import (
     buffer_changes,
     change_counts,
@@ -27,6 +27,7 @@ from dashboard.analysis.compare_planner import (
     peak_changes,
 )
 from dashboard.analysis.planner_liveness import planner_groups
+from dashboard.analysis.rank_steps import step_time
 from dashboard.store import Run
 from dashboard.views import run_views
 from dashboard.views.compare_sides import memory_rank, shared_evidence
@@ -64,9 +65,10 @@ def kernel_section(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, Any]:
 def pass_section(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, Any]:
     kernels_a = run_views.filtered_kernels(run_a, a.rank, None)
     kernels_b = run_views.filtered_kernels(run_b, b.rank, None)
-    step_a, step_b = step_time_ns(kernels_a), step_time_ns(kernels_b)
+    (step_a, source_a), (step_b, source_b) = step_time(run_a, a.rank), step_time(run_b, b.rank)
     return {"rows": _rows(pass_comparison(kernels_a, kernels_b)), "step_a_ns": step_a, "step_b_ns": step_b,
-            "step_delta_ns": step_b - step_a if step_a is not None and step_b is not None else None}
+            "step_delta_ns": step_b - step_a if step_a is not None and step_b is not None else None,
+            "step_source_a": source_a, "step_source_b": source_b, "step_definition": STEP_DEFINITION}
 
 
 def busy_section(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, Any]:

@@ -40,7 +40,8 @@ def _kernels(section: dict[str, Any]) -> list[str]:
 
 def _passes(section: dict[str, Any]) -> list[str]:
     lines = [f"passes (summed kernel time): step time A {format_ns(section['step_a_ns'])} · "
-             f"B {format_ns(section['step_b_ns'])} · B − A {_signed_ns(section['step_delta_ns'])}"]
+             f"B {format_ns(section['step_b_ns'])} · B − A {_signed_ns(section['step_delta_ns'])}",
+             f"  (step time from A: {section['step_source_a']}; B: {section['step_source_b']})"]
     for row in section["rows"]:
         rates = "".join(f" · TFLOP/s {side} {row[f'tflops_{side}']:.1f}" for side in ("a", "b")
                         if row[f"tflops_{side}"] is not None)

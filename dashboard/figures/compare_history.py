@@ -55,9 +55,10 @@ def history_figure(frame: pl.DataFrame, run_ids: list[str]) -> go.Figure:
     figure.update_xaxes(title_text="run (oldest to newest)", row=len(rows), col=1)
     figure.update_layout(
         template=TEMPLATE, height=140 + 240 * len(rows), hovermode="closest", clickmode="event",
-        title={"text": "History: one point per run<br><sup>step time = median over steps of the GPU span of a step; "
-                       "busy share = busy / span; kernel time = the series' top kernels; memory peak = highest "
-                       "allocated bytes per bank · click a point to compare its run with the one before</sup>"},
+        title={"text": "History: one point per run<br><sup>step time = slowest rank's median ProfilerStep range "
+                       "(else kernel span); busy share = busy / span; kernel time = the series' top kernels; "
+                       "memory peak = highest allocated bytes per bank · click a point to compare its run with the "
+                       "one before</sup>"},
         legend={"orientation": "v", "x": 1.02, "y": 1.0}, margin={"t": 100, "l": 90})
     return figure
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.analysis.breakdown import BREAKDOWN_DEFINITION
+from dashboard.analysis.breakdown import BREAKDOWN_DEFINITION, HTA_SCOPE_DEFINITION
 from dashboard.figures.theme import TEMPLATE, empty_figure
 
 # (column, legend label, colour): compute first, idle last and grey, so the eye reads "work, then waste".
 PARTS = (("compute_ns", "compute", "#0072B2"), ("communication_ns", "communication", "#E69F00"),
          ("memory_ns", "memory (copies, memsets)", "#009E73"), ("idle_ns", "idle", "#BAB0AC"))
+# HTA's three parts (get_temporal_breakdown), in HTA's scope.
+HTA_PARTS = (("compute_ns", "compute", "#0072B2"), ("non_compute_ns", "non-compute", "#E69F00"),
+             ("idle_ns", "idle", "#BAB0AC"))
 NS_PER_MS = 1e6
 
 
@@ -24,12 +27,24 @@ def bar_labels(frame: pl.DataFrame, by_step: bool) -> list[str]:
 
 def breakdown_figure(frame: pl.DataFrame, by_step: bool = False) -> go.Figure:
     """One stacked bar per rank (or per rank and step), the four parts adding up to the span."""
+    return _stacked(frame, PARTS, "GPU time per rank and profiler step" if by_step else "GPU time per rank",
+                    BREAKDOWN_DEFINITION, by_step)
+
+
+def hta_breakdown_figure(frame: pl.DataFrame) -> go.Figure:
+    """HTA's temporal breakdown (compute, non-compute, idle per rank) in HTA's scope (breakdown.hta_breakdown)."""
+    return _stacked(frame, HTA_PARTS, "GPU time per rank in HTA's scope (HTA's temporal breakdown)",
+                    HTA_SCOPE_DEFINITION, False)
+
+
+def _stacked(frame: pl.DataFrame, parts: tuple[tuple[str, str, str], ...], title: str, definition: str,
+             by_step: bool) -> go.Figure:
     if frame.height == 0:
         return empty_figure("No kernels or copies: no GPU time to break down")
     labels = bar_labels(frame, by_step)
     spans = frame.get_column("span_ns").to_list()
     figure = go.Figure()
-    for column, name, colour in PARTS:
+    for column, name, colour in parts:
         values = frame.get_column(column).to_list()
         shares = [value / span if span else 0.0 for value, span in zip(values, spans, strict=True)]
         figure.add_trace(go.Bar(
@@ -37,10 +52,8 @@ def breakdown_figure(frame: pl.DataFrame, by_step: bool = False) -> go.Figure:
             customdata=[[share * 100, span / NS_PER_MS] for share, span in zip(shares, spans, strict=True)],
             hovertemplate=f"%{{x}}<br>{name}: %{{y:,.3f}} ms (%{{customdata[0]:.1f}}% of the "
                           "%{customdata[1]:,.3f} ms span)<extra></extra>"))
-    title = "GPU time per rank and profiler step" if by_step else "GPU time per rank"
     figure.update_layout(template=TEMPLATE, barmode="stack", title=title, yaxis_title="time (ms)",
                          xaxis_title="rank · step" if by_step else "rank", legend_title_text="",
-                         legend_traceorder="normal",
-                         meta={"definition": BREAKDOWN_DEFINITION})
+                         legend_traceorder="normal", meta={"definition": definition})
     figure.update_xaxes(type="category")
     return figure

@@ -21,7 +21,6 @@ from dashboard.analysis.compare_memory import (
 from dashboard.analysis.compare_passes import (
     PASS_DEFINITION,
     STEP_DEFINITION,
-    step_time_ns,
 )
 from dashboard.analysis.compare_planner import (
     buffer_changes,
@@ -30,13 +29,13 @@ from dashboard.analysis.compare_planner import (
     peak_changes,
 )
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
+from dashboard.analysis.rank_steps import step_time
 from dashboard.analysis.units import format_bytes, format_ns
 from dashboard.layouts.compare_compiler import compiler_section
 from dashboard.layouts.compare_cuda_memory import cuda_memory_section
 from dashboard.layouts.page import chart, small_table
 from dashboard.store import Run
 from dashboard.views import compare_sections as sections
-from dashboard.views import run_views
 from dashboard.views.compare_sides import memory_rank, shared_evidence
 
 MAX_STRETCHES = 40
@@ -53,12 +52,11 @@ def _card(title: str, section_id: str, *children: Any) -> html.Div:
 
 
 def passes_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
-    kernels_a, kernels_b = run_views.filtered_kernels(run_a, a.rank, None), run_views.filtered_kernels(run_b, b.rank,
-                                                                                                         None)
     figures = sections.passes_figures(run_a, run_b, a, b)
-    step_a, step_b = step_time_ns(kernels_a), step_time_ns(kernels_b)
+    (step_a, source_a), (step_b, source_b) = step_time(run_a, a.rank), step_time(run_b, b.rank)
     steps = (f"Step time A {format_ns(step_a)} · B {format_ns(step_b)}"
-             + (f" · B − A {_signed(step_b - step_a, format_ns)}" if step_a is not None and step_b is not None else ""))
+             + (f" · B − A {_signed(step_b - step_a, format_ns)}" if step_a is not None and step_b is not None else "")
+             + f" (from A: {source_a}; B: {source_b})")
     return _card(
         "Passes and GPU busy", "compare-passes-section",
         html.Div(steps, id="compare-steps", className="small mb-1"),

@@ -1,7 +1,8 @@
 """`/insights`: what to fix first. The GPU time breakdown per rank and step, then findings ranked by what
 is at stake, each opening to its evidence and to the view that shows it.
 
-URL state: run (any run: kernel traces give GPU-time findings, memory logs and planner dumps give theirs).
+URL state: run (any run: kernel traces give GPU-time findings, memory logs and planner dumps give theirs) and
+`scope=hta` (the switch "HTA's scope": the breakdown as Holistic Trace Analysis computes it).
 """
 
 from __future__ import annotations
@@ -11,15 +12,17 @@ from typing import Any
 import dash
 import dash_bootstrap_components as dbc
 import polars as pl
-from dash import dcc, html
+from dash import Input, Output, State, callback, dcc, html, no_update
 
 from dashboard.analysis import cuda_findings, device_findings, ir_growth, planner_sharing, time_findings
-from dashboard.analysis.breakdown import BREAKDOWN_DEFINITION
+from dashboard.analysis.breakdown import BREAKDOWN_DEFINITION, HTA_SCOPE_DEFINITION
 from dashboard.analysis.finding import HIGH_SHARE, MEDIUM_SHARE, Finding
+from dashboard.analysis.idle_causes import CAUSE_DEFINITION
 from dashboard.analysis.insights import Insights
 from dashboard.analysis.units import format_ns
 from dashboard.layouts.page import chart, missing_notice, page_header, resolve_run
 from dashboard.layouts.server_state import current_store
+from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run, RunNotFound
 from dashboard.views import insights as view
 
@@ -29,14 +32,14 @@ PATH = "/insights"
 EVIDENCE = "kernels"  # the default run; a run named in the URL may hold any evidence
 # With no kernel run, the newest run with other evidence that has findings (memory, planner, compiler) opens.
 FALLBACK_EVIDENCE = ("memory", "cuda_memory", "planner", "compiler")
-SEVERITY_COLOURS = {"high": "danger", "medium": "warning", "low": "secondary"}
+SEVERITY_COLOURS = {"high": "danger", "medium": "warning", "low": "secondary", "info": "info"}
 HTA_NOTE = ("Compared with Holistic Trace Analysis (get_temporal_breakdown): the same span, idle, compute and "
             "non-compute definitions, on every event of the run. HTA leaves out the last profiler step and "
-            "GPU work whose launch is not in the trace; on the same events the shares agree (checked in CI "
-            "on real traces). Communication kernels here also include RCCL and collectives named without "
-            "'nccl'; HTA's communication/computation overlap is overlap ÷ communication time, as here. HTA "
-            "also counts CUDA synchronisation events recorded on a GPU stream (cuda_sync, newer PyTorch) as "
-            "busy non-compute time; they are not kernels or copies and are not counted here.")
+            "GPU work whose launch is not in the trace, and counts only nccl…Kernel names as communication; "
+            "switch on \u201cHTA's scope\u201d to see its numbers (they agree with HTA within 0.5 percentage "
+            "points, checked in CI on real traces). HTA also counts CUDA synchronisation events recorded on a GPU "
+            "stream (cuda_sync, newer PyTorch) as busy non-compute time; they are not kernels or copies and are "
+            "not counted here.")
 
 
 def _open_run(run_id: str | None) -> tuple[Run | None, html.Div | None]:
@@ -89,13 +92,24 @@ def _share(part: float | None, whole: float | None) -> str:
 
 
 def _cause_table(insights: Insights) -> html.Table | None:
-    causes = insights.idle_causes.join(insights.by_rank.select("rank", "span_ns"), on="rank")
+    causes = insights.idle_causes.join(insights.by_rank.select("rank", "span_ns", "idle_ns").rename(
+        {"idle_ns": "rank_idle_ns"}), on="rank")
     if causes.height == 0:
         return None
-    return small_table(["rank", "cause", "gaps", "idle", "of the span"], [
-        [rank, cause, f"{gaps:,}", format_ns(idle), _share(idle, span)]
-        for rank, cause, gaps, idle, span in causes.select("rank", "cause", "gaps", "idle_ns", "span_ns").rows()],
-        "idle-causes")
+    return small_table(["rank", "cause", "gaps", "idle", "of the idle time", "of the span"], [
+        [rank, cause, f"{gaps:,}", format_ns(idle), _share(idle, rank_idle), _share(idle, span)]
+        for rank, cause, gaps, idle, rank_idle, span in causes.select(
+            "rank", "cause", "gaps", "idle_ns", "rank_idle_ns", "span_ns").rows()], "idle-causes")
+
+
+def _hta_table(insights: Insights) -> html.Table:
+    """HTA's temporal breakdown per rank, in HTA's scope: the numbers HTA itself prints."""
+    def part(row: dict[str, Any], column: str) -> str:
+        return f"{format_ns(row[column])} ({_share(row[column], row['span_ns'])})"
+
+    return small_table(["rank", "span", "idle", "compute", "non-compute"], [
+        [row["rank"], format_ns(row["span_ns"]), part(row, "idle_ns"), part(row, "compute_ns"),
+         part(row, "non_compute_ns")] for row in insights.time.hta.iter_rows(named=True)], "hta-breakdown")
 
 
 def _overlap_table(insights: Insights) -> html.Table | None:
@@ -128,18 +142,18 @@ def _thresholds() -> html.Details:
     return html.Details([
         html.Summary("Thresholds: when a finding is raised", className="small"),
         html.Ul([html.Li([html.Strong(f"{name}: "), text]) for name, text in items.items()], className="small"),
-        html.P("Idle causes: outside steps = a gap not inside a ProfilerStep of the rank (data loading…); "
-               "synchronisation = a blocking call (cudaDeviceSynchronize, cudaStreamSynchronize, synchronous "
-               "cudaMemcpy) ends in the gap or a device-to-host copy ends where it starts; launch-bound = the "
-               "work ending the gap was launched after the gap began; other = launched in time, started late.",
-               className="small"),
+        html.P(f"Idle causes: {CAUSE_DEFINITION}.", className="small"),
     ], className="mb-3 insights-thresholds")
 
 
-def breakdown_section(run: Run) -> html.Div:
-    figures = view.figures(run, view.State())
+def breakdown_charts(run: Run, state: view.State) -> list[Any]:
+    """The breakdown in the state's scope: ours per rank and step, or HTA's per rank with its table."""
+    figures = view.figures(run, state)
+    if state.hta_scope:
+        return [html.P(HTA_SCOPE_DEFINITION, className="small text-muted mb-1 breakdown-definition"),
+                chart("insights-breakdown", figures["insights-breakdown"], "gpu-time-per-rank-hta", height=380),
+                _hta_table(view.insights(run))]
     parts: list[Any] = [
-        html.H5("GPU time breakdown"),
         html.P(BREAKDOWN_DEFINITION, className="small text-muted mb-1 breakdown-definition"),
         html.P(HTA_NOTE, className="small text-muted"),
         chart("insights-breakdown", figures["insights-breakdown"], "gpu-time-per-rank", height=380),
@@ -147,13 +161,33 @@ def breakdown_section(run: Run) -> html.Div:
     if "insights-breakdown-steps" in figures:
         parts.append(chart("insights-breakdown-steps", figures["insights-breakdown-steps"], "gpu-time-per-step",
                            height=400))
-    return html.Div(parts, className="mb-4")
+    return parts
+
+
+def breakdown_section(run: Run, state: view.State) -> html.Div:
+    switch = dbc.Switch(id="insights-hta-scope", label="HTA's scope", value=state.hta_scope,
+                        className="ms-3 small")
+    return html.Div([
+        html.Div([html.H5("GPU time breakdown", className="mb-0"), switch], className="d-flex align-items-center"),
+        html.Div(breakdown_charts(run, state), id="insights-breakdown-section"),
+    ], className="mb-4")
+
+
+@callback(Output("insights-breakdown-section", "children"), Output({"type": "url-state", "page": "insights"}, "data"),
+          Input("insights-hta-scope", "value"), State("insights-run", "data"), prevent_initial_call=True)
+def switch_scope(hta: bool | None, run_id: str | None) -> tuple[Any, Any]:
+    if not run_id:
+        return no_update, no_update
+    run = current_store().open(run_id)
+    state = view.State(scope="hta" if hta else "all")
+    return breakdown_charts(run, state), state.url_state()
 
 
 def details_section(insights: Insights) -> html.Div:
     """The numbers behind the findings: idle by cause, overlap per rank and step, launch statistics."""
     parts: list[Any] = [html.H5("Details", className="mt-4")]
-    tables = (("Idle time by cause", _cause_table(insights), ""),
+    tables = (("Idle time by cause", _cause_table(insights), "one cause per idle nanosecond; the causes of a rank "
+                                                             "add up to its idle time (definitions: Thresholds)"),
               ("Communication / computation overlap", _overlap_table(insights),
                "overlap = collective time during which compute kernels also run, ÷ collective time; "
                "exposed = collective time with no compute under it"),
@@ -176,17 +210,19 @@ def findings_section(insights: Insights) -> html.Div:
     return html.Div([heading, _thresholds(), html.Div(items, id="insights-findings"), *skipped])
 
 
-def layout(run: str | None = None, **_query: Any) -> html.Div:
+def layout(run: str | None = None, **query: Any) -> html.Div:
     chosen, notice = _open_run(run if isinstance(run, str) else None)
     header = page_header("Insights", chosen, "What to fix first: where GPU time goes, and findings with their "
                                             "evidence")
     if chosen is None:
         return html.Div([header, notice], id="insights-page")
+    state = view.State.from_query(query, chosen)
     insights = view.insights(chosen)
-    sections: list[Any] = [header]
+    sections: list[Any] = [header, dcc.Store(id="insights-run", data=chosen.id),
+                           url_state_store("insights", state.url_state())]
     gpu_time = view.has_gpu_time(chosen)
     if gpu_time:
-        sections.append(breakdown_section(chosen))
+        sections.append(breakdown_section(chosen, state))
     sections.append(findings_section(insights))
     if gpu_time:
         sections.append(details_section(insights))

@@ -1,7 +1,8 @@
 """`/layers`: Per-layer runtime and throughput, forward and backward.
 
 URL state (views/layers.py): run, rank, window (from the timeline brush), layer +
-pass (the selected box, whose kernels are listed), dtype (which peak to compare with).
+pass (the selected box, whose kernels are listed), dtype (which peak to compare with; auto: the kernels'), peak
+(the user's own peak, TFLOP/s).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, Patch, State, callback, clientside_callback, dcc, html, no_update
 
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
-from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES
+from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS
 from dashboard.figures.layers import layer_from_event
 from dashboard.layouts.controls import kernel_table, rank_control, window_chip
 from dashboard.layouts.page import chart, run_page
@@ -90,8 +91,12 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
         rank_control("layers-rank", run_views.kernel_ranks(chosen), state.rank),
         html.Div([
             dbc.Label("Peak for", html_for="layers-dtype", className="me-2 mb-0 small text-muted"),
-            dcc.Dropdown(id="layers-dtype", options=[{"label": DTYPE_LABELS[d], "value": d} for d in DTYPES],
-                         value=state.dtype, clearable=False, searchable=False, style={"minWidth": "150px"}),
+            dcc.Dropdown(id="layers-dtype", options=[{"label": DTYPE_LABELS[d], "value": d}
+                                                     for d in view.PEAK_CHOICES],
+                         value=state.dtype, clearable=False, searchable=False, style={"minWidth": "190px"}),
+            dcc.Input(id="layers-peak", type="number", min=0, debounce=True, value=state.peak,
+                      placeholder="or TFLOP/s", className="form-control form-control-sm ms-2",
+                      style={"width": "110px"}),
         ], className="d-flex align-items-center me-4"),
         window_chip("layers", state.window, run_views.run_origin_ns(chosen)),
     ], className="d-flex flex-wrap align-items-center gap-2 mb-2")
@@ -161,6 +166,7 @@ clientside_callback(
     Output({"type": "url-state", "page": "layers"}, "data"),
     Input("layers-rank", "value"),
     Input("layers-dtype", "value"),
+    Input("layers-peak", "value"),
     Input("layers-window-clear", "n_clicks"),
     Input("layers-clear-layer", "n_clicks"),
     Input("layers-runtime", "clickData"),
@@ -172,12 +178,13 @@ clientside_callback(
     State({**view.DETAIL_BAR, "part": ALL}, "id"),
     prevent_initial_call=True,
 )
-def update_layers(rank_value: Any, dtype_value: Any, _clear_window: Any, _clear_layer: Any,
+def update_layers(rank_value: Any, dtype_value: Any, peak_value: Any, _clear_window: Any, _clear_layer: Any,
                   runtime_click: dict | None, throughput_click: dict | None, selected_value: list | None,
                   window_value: str | None, run_id: str, drawn: dict[str, Any] | None,
                   drawn_bars: list[Any]) -> tuple[Any, ...]:
     run = current_store().open(run_id)
-    state = view.State.from_query({"rank": rank_value, "dtype": dtype_value, "window": window_value}, run)
+    state = view.State.from_query({"rank": rank_value, "dtype": dtype_value, "peak": peak_value,
+                                   "window": window_value}, run)
     selected = selected_value
     fired = fired_ids()
     if "layers-window-clear" in fired:
@@ -205,7 +212,8 @@ def update_layers(rank_value: Any, dtype_value: Any, _clear_window: Any, _clear_
     detail = view.detail(run, state)
     return (
         # The peak only moves the throughput chart.
-        no_update if fired == {"layers-dtype"} and _boxes_drawn(url_state, drawn) else boxes["layer-runtime"],
+        no_update if fired and fired <= {"layers-dtype", "layers-peak"} and _boxes_drawn(url_state, drawn)
+        else boxes["layer-runtime"],
         boxes["layer-throughput"], note(view.note_texts(run, state)), detail.title,
         *detail_outputs(run_id, detail, drawn_bars),
         state.selected is None, state.selected is None, _selected_store(state),

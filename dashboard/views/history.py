@@ -9,8 +9,9 @@ import polars as pl
 
 from dashboard.analysis import memory
 from dashboard.analysis.compare_history import BUSY, HISTORY_SCHEMA, KERNEL, MEMORY, STEP, TOP_KERNELS
-from dashboard.analysis.compare_passes import busy_totals, step_time_ns
+from dashboard.analysis.compare_passes import busy_totals
 from dashboard.analysis.kernel_names import kernel_labels
+from dashboard.analysis.rank_steps import step_time
 from dashboard.store import Run
 from dashboard.views import run_views
 
@@ -24,8 +25,7 @@ def _run_rows(position: int, run: Run, kernel_totals: dict[str, int]) -> list[di
                          "value": float(value)})
 
     if run.has_evidence("kernels"):
-        kernels = run_views.filtered_kernels(run, None, None)
-        add(STEP, STEP, step_time_ns(kernels))
+        add(STEP, STEP, step_time(run)[0])  # the one step time (rank_summaries.median_step_ns)
         add(BUSY, BUSY, busy_totals(run_views.gpu_busy_view(run, None, None))["busy_share"])
         for name, total in kernel_totals.items():
             add(KERNEL, name, total)

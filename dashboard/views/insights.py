@@ -1,7 +1,9 @@
 """`/insights`: the GPU time breakdown per rank and step, and the findings ranked by what is at stake.
 
-URL state: run only (any run: kernel traces give GPU-time findings, memory logs, allocator traces and
-planner dumps give theirs). The analysis is built once per run (`analysis.insights.run_insights`, cached here).
+URL state: run (any run: kernel traces give GPU-time findings, memory logs, allocator traces and planner
+dumps give theirs) and `scope=hta`: the breakdown in Holistic Trace Analysis' scope (its events, its kernel
+split: breakdown.hta_scope), so a user moving from HTA reads HTA's numbers. The analysis is built once per run
+(`analysis.insights.run_insights`, cached here).
 """
 
 from __future__ import annotations
@@ -12,18 +14,28 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.analysis.insights import Insights, run_breakdown, run_insights
-from dashboard.figures.insights import breakdown_figure
+from dashboard.figures.insights import breakdown_figure, hta_breakdown_figure
 from dashboard.store import Run
+from dashboard.views import params
 from dashboard.views.cache import per_run
-from dashboard.views.state import ViewState
+from dashboard.views.state import ViewState, param
 
 MAX_STEP_BARS = 64  # more (rank, step) bars than this are not legible: the per-step chart shows the first ones
 CHARTS = {"insights-breakdown": "insights-breakdown", "insights-breakdown-steps": "insights-breakdown-steps"}
 
 
+SCOPES = ("all", "hta")  # every event of the run; HTA's scope
+
+
 @dataclass(frozen=True)
 class State(ViewState):
-    """Nothing but the run: the page shows all of it."""
+    """The run (the page shows all of it) and which scope the breakdown is drawn in."""
+
+    scope: str = param(params.choice("scope", SCOPES, "all"), "all")
+
+    @property
+    def hta_scope(self) -> bool:
+        return self.scope == "hta"
 
 
 def has_gpu_time(run: Run) -> bool:
@@ -49,6 +61,8 @@ def steps_shown(run: Run) -> pl.DataFrame:
 def figures(run: Run, state: State) -> dict[str, go.Figure]:
     if not has_gpu_time(run):
         return {}
+    if state.hta_scope:  # HTA's temporal breakdown is per rank only
+        return {"insights-breakdown": hta_breakdown_figure(insights(run).time.hta)}
     found = {"insights-breakdown": breakdown_figure(insights(run).by_rank)}
     by_step = steps_shown(run)
     if by_step.height:

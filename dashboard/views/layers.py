@@ -1,7 +1,9 @@
 """`/layers`: per-layer runtime and throughput boxes, and the kernels of the selected layer and pass.
 
 URL state: run, rank, window (from the timeline brush), layer + pass (the
-selected box, whose kernels are listed), dtype (which peak to compare with).
+selected box, whose kernels are listed), dtype (which peak to compare with:
+`auto`, the dtype the kernels compute in, by default) and peak (the user's own
+peak in TFLOP/s, over the datasheet's).
 """
 
 from __future__ import annotations
@@ -11,18 +13,32 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 import plotly.graph_objects as go
+import polars as pl
 
-from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES, device_name, peak_flops
+from dashboard.analysis.gpu_peak_flops import AUTO, DTYPE_SHORT, DTYPES, Peak, choose_peak
 from dashboard.analysis.layers import PASSES
-from dashboard.analysis.units import format_flops_rate
 from dashboard.figures.kernels import TOTAL_ONE_RANK, top_kernels_figure, total_rank_sum
 from dashboard.figures.layers import PASS_LABELS, highlight_shapes, layer_box_figure, layer_order
 from dashboard.store import Run
 from dashboard.views import params, run_views
+from dashboard.views.cache import per_run
 from dashboard.views.kernel_table import busy_text, kernel_column_defs, kernel_rows
 from dashboard.views.state import ViewState, param
 
-DEFAULT_DTYPE = "bf16"
+DEFAULT_DTYPE = AUTO
+PEAK_CHOICES = (AUTO, *DTYPES)
+
+
+def _tflops(value: str | None) -> float | None:
+    try:
+        number = float(value) if value else None
+    except ValueError:
+        return None
+    return number if number is not None and 0 < number < 1e6 else None
+
+
+# The user's own peak, TFLOP/s (over the datasheet's): any positive number below an exaFLOP/s.
+PEAK_PARAM = params.Param("peak", _tflops, lambda value: "" if value is None else f"{value:g}")
 DETAIL_TOP = 15  # bars of the selected layer's kernel chart
 # The selected layer's chart and grid exist only while a layer is selected; pattern-matching ids let
 # the page's callbacks update them when they exist and skip them (an empty list) when they do not.
@@ -44,7 +60,8 @@ class State(ViewState):
     layer: str | None = param(params.text("layer"))
     # `pass` is a keyword: the field is pass_, the URL key "pass"; it only counts with a layer.
     pass_: str = param(params.choice("pass", PASSES, "forward"), "forward")
-    dtype: str = param(params.choice("dtype", DTYPES, DEFAULT_DTYPE), DEFAULT_DTYPE)
+    dtype: str = param(params.choice("dtype", PEAK_CHOICES, DEFAULT_DTYPE), DEFAULT_DTYPE)
+    peak: float | None = param(PEAK_PARAM)
 
     def resolved(self, run: Run) -> Self:
         rank = params.resolve_rank(self.rank, run_views.kernel_ranks(run))
@@ -76,18 +93,25 @@ def view(run: Run, state: State) -> run_views.LayerView:
     return run_views.layer_view(run, state.rank, state.window)  # cached per (run, rank, window)
 
 
-def peak(run: Run, state: State) -> tuple[str | None, float | None]:
-    """The run's GPU (from its metadata) and its peak dense FLOP/s for the chosen dtype (None: unknown)."""
-    device = device_name(run.info.metadata)
-    return device, peak_flops(device, state.dtype)
+@per_run(8)
+def kernel_time(run: Run) -> pl.DataFrame:
+    """name, time_ns of the run's kernels (their names tell the dtype the peak is for)."""
+    if not run.has("kernels"):
+        return pl.DataFrame(schema={"name": pl.String, "time_ns": pl.Int64})
+    return run.scan("kernels").group_by("name").agg(
+        (pl.col("end_ns") - pl.col("start_ns")).sum().alias("time_ns")).collect()
 
 
-def peak_note(device: str | None, dtype: str, peak_value: float | None) -> str:
-    if device is None:
-        return "Device unknown: peak unknown, so no % of peak."
-    if peak_value is None:
-        return f"{device}: peak {DTYPE_LABELS[dtype]} unknown, so no % of peak."
-    return f"{device}: peak dense {DTYPE_LABELS[dtype]} {format_flops_rate(peak_value)}."
+def peak(run: Run, state: State) -> Peak:
+    """The peak the throughput chart compares with (analysis.gpu_peak_flops.choose_peak), and why."""
+    return choose_peak(run.info.metadata, kernel_time(run), state.dtype, state.peak)
+
+
+def peak_note(chosen: Peak) -> str:
+    """`Peak: V100 SXM2 FP32 15.7 TFLOP/s (datasheet, dense) for Tesla V100-DGXS-32GB, 80 SMs, sm_70; FP32: …`."""
+    device = f" for {chosen.device.text}" if chosen.device else ""
+    dtype = f"; {DTYPE_SHORT[chosen.dtype]}: {chosen.dtype_reason}" if chosen.entry != "set by you" else ""
+    return f"Peak: {chosen.label}{device}{dtype}."
 
 
 def note_texts(run: Run, state: State) -> dict[str, str]:
@@ -95,22 +119,21 @@ def note_texts(run: Run, state: State) -> dict[str, str]:
     layers = view(run, state)
     stats = layers.stats
     flops_known = stats.height > 0 and "rate_n" in stats.columns and int(stats.get_column("rate_n").sum()) > 0
-    device, peak_value = peak(run, state)
     busy = busy_text(run_views.gpu_busy_view(run, state.rank, state.window))
     return {
         "source": f"{layers.occurrences:,} layer occurrences from {layers.source}. " if layers.source else NO_LAYERS,
-        "peak": peak_note(device, state.dtype, peak_value) if flops_known else NO_FLOPS,
+        "peak": peak_note(peak(run, state)) if flops_known else NO_FLOPS,
         "busy": f" {busy}." if busy else "",
     }
 
 
 def box_figures(run: Run, state: State) -> dict[str, go.Figure]:
     layers = view(run, state)
-    device, peak_value = peak(run, state)
+    chosen = peak(run, state)
     return {
         "layer-runtime": layer_box_figure(layers.stats, "time", layers.time_outliers, state.selected),
-        "layer-throughput": layer_box_figure(layers.stats, "rate", layers.rate_outliers, state.selected, peak_value,
-                                             f"{DTYPE_LABELS[state.dtype]} dense ({device})" if peak_value else ""),
+        "layer-throughput": layer_box_figure(layers.stats, "rate", layers.rate_outliers, state.selected, chosen.value,
+                                             chosen.short if chosen.value else ""),
     }
 
 

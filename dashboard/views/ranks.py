@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.analysis import rank_steps
+from dashboard.analysis.rank_summaries import step_source
 from dashboard.figures.ranks import step_heatmap
 from dashboard.store import Run
 from dashboard.views import params
@@ -82,6 +83,8 @@ def differing(run: Run, state: State) -> pl.DataFrame:
 
 
 def source_note(run: Run) -> str:
+    """Which step time this is (rank_summaries.step_source) and where it was read from."""
+    shown = f"Step times from {step_source(steps(run))}. "
     if run.summary("steps") is not None:
-        return "Read from the per-rank summaries stored at ingest."
-    return "Computed from the run's kernels and ranges (a cluster ingest stores these summaries ahead)."
+        return shown + "Read from the per-rank summaries stored at ingest."
+    return shown + "Computed from the run's kernels and ranges (a cluster ingest stores these summaries ahead)."

@@ -18,7 +18,7 @@ from dashboard.analysis.compare_memory import (
     op_sequence,
     peak_comparison,
 )
-from dashboard.analysis.compare_passes import busy_comparison, pass_comparison, step_time_ns
+from dashboard.analysis.compare_passes import busy_comparison, pass_comparison
 from dashboard.analysis.compare_planner import (
     ADDED,
     CHANGED,
@@ -33,6 +33,7 @@ from dashboard.analysis.compare_planner import (
     peak_changes,
 )
 from dashboard.analysis.gpu_busy import activity_intervals, gpu_busy
+from dashboard.analysis.rank_summaries import median_step_ns, step_source, step_times
 
 
 def summary(*launches: tuple[str, int]) -> pl.DataFrame:
@@ -101,9 +102,20 @@ def test_pass_deltas_and_tflops() -> None:
     assert (rows["optimizer"]["delta_ns"], rows["optimizer"]["tflops_b"], rows["optimizer"]["presence"]) == (
         10, None, ONLY_B)
     assert rows["unattributed"]["time_a_ns"] == 20
-    # Step time: A step 1 spans 0-500; B steps span 160 and 100 -> median 130.
-    assert step_time_ns(a) == 500 and step_time_ns(b) == 130
-    assert step_time_ns(kernels(("forward", 0, 10, None, None))) is None
+    # Step time without ProfilerStep ranges: the kernel spans. A step 1 spans 0-500; B steps 160 and 100 -> 130.
+    assert median_step_ns(step_times(None, a)) == 500 and median_step_ns(step_times(None, b)) == 130
+    assert step_source(step_times(None, a)) == "kernel spans (the trace has no ProfilerStep range)"
+    assert median_step_ns(step_times(None, kernels(("forward", 0, 10, None, None)))) is None
+
+
+def test_one_step_time_prefers_the_profiler_step_range() -> None:
+    """The ResNet case: ProfilerStep 175 ms, its kernels span 116 ms: every page reads 175 ms."""
+    ranges = pl.DataFrame({"rank": [0, 0], "device": [None, None], "step": [5, 6],
+                           "category": ["profiler_step"] * 2, "name": ["ProfilerStep#5", "ProfilerStep#6"],
+                           "start_ns": [0, 175], "end_ns": [175, 350]}, schema_overrides={"device": pl.Int32})
+    stepped = kernels(("forward", 10, 126, None, 5), ("forward", 185, 301, None, 6))
+    steps = step_times(ranges, stepped)
+    assert median_step_ns(steps) == 175 and step_source(steps) == "ProfilerStep ranges"
 
 
 def test_busy_side_by_side() -> None:

@@ -127,7 +127,8 @@ def test_peaks_by_device_and_dtype() -> None:
     assert peak_flops("NVIDIA A100-SXM4-80GB", "tf32") == 156e12
     assert peak_flops("NVIDIA A100-SXM4-80GB", "fp8") is None  # no FP8 tensor cores: unknown, not 0
     assert peak_flops("Tesla V100-SXM2-16GB", "fp16") == 125e12
-    assert peak_flops("NVIDIA GeForce RTX 4090", "bf16") is None
+    assert peak_flops("NVIDIA GeForce RTX 4090", "bf16") == 165.2e12  # FP32 accumulate (Ada whitepaper)
+    assert peak_flops("NVIDIA GeForce GTX 1080", "bf16") is None
     assert peak_flops(None, "bf16") is None
 
 

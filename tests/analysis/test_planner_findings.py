@@ -38,10 +38,10 @@ def test_finding_gives_bytes_at_stake_and_link() -> None:
     smem, tmem = sharing_findings("r1", MIXED)
     assert smem.at_stake_bytes == 30 * KIB
     assert smem.share == 30 / 227
-    assert smem.severity == "medium"
+    assert smem.severity == "info"  # a compile-time plan: no runtime at stake
     assert smem.url == "/planner?run=r1&group=g&buffer=SMEM-2"
     assert smem.evidence["pairs"] == 1
-    assert tmem.at_stake_bytes == 128 * 512 and tmem.share == 128 / 512 and tmem.severity == "high"
+    assert tmem.at_stake_bytes == 128 * 512 and tmem.share == 128 / 512 and tmem.severity == "info"
     assert tmem.url == "/planner?run=r1&group=g&buffer=TMEM-1"
 
 

@@ -28,6 +28,14 @@ def test_summaries_and_computed_tables_agree(tmp_path: Path) -> None:
     ranges = computed.frame("ranges").filter(pl.col("name") == "ProfilerStep#1", pl.col("rank") == 2)
     assert rank_steps.step_window(steps, 2, 1) == (ranges.item(0, "start_ns"), ranges.item(0, "end_ns"))
     assert rank_steps.step_window(steps, 7, 1) is None
+    # The one step time every page reads: the slowest rank's median ProfilerStep range, and its source.
+    per_rank = steps.group_by("rank").agg(pl.col("step_ns").median())
+    assert rank_steps.step_time(computed) == (per_rank["step_ns"].max(), "ProfilerStep ranges")
+    assert rank_steps.step_time(stored, 2) == (steps.filter(pl.col("rank") == 2)["step_ns"].median(),
+                                               "ProfilerStep ranges")
+    from dashboard.views.ranks import source_note
+
+    assert source_note(computed).startswith("Step times from ProfilerStep ranges. Computed from")
 
 
 def test_kernel_steps_when_no_step_ranges() -> None:

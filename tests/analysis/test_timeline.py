@@ -215,15 +215,16 @@ def test_python_function_ranges_are_not_lanes() -> None:
     assert copies.get_column("bytes").to_list() == [4096]
 
 
-def test_pass_bands_merge_runs_of_one_pass_per_rank_outside_steps() -> None:
+def test_pass_bands_are_the_union_of_each_passs_kernels_outside_steps() -> None:
     kernels = canonical("kernels", rank=[0, 0, 0, 0, 1], start_ns=[0, 10, 20, 30, 5], end_ns=[5, 15, 25, 35, 8],
                         **{"pass": ["forward", "forward", "backward", "forward", "backward"]})
     bands = pass_bands(schema.empty("ranges"), kernels)
-    assert bands.rows() == [(0, None, "forward", 0, 15), (0, None, "backward", 20, 25), (0, None, "forward", 30, 35),
-                            (1, None, "backward", 5, 8)]
+    assert bands.select("rank", "step", "pass", "start_ns", "end_ns", "kernels").rows() == [
+        (0, None, "forward", 0, 5, 1), (0, None, "forward", 10, 15, 1), (0, None, "backward", 20, 25, 1),
+        (0, None, "forward", 30, 35, 1), (1, None, "backward", 5, 8, 1)]
 
 
-def test_pass_bands_are_one_interval_per_pass_per_step_and_rank() -> None:
+def test_pass_bands_are_the_union_of_a_passs_kernels_per_step_never_one_envelope() -> None:
     # Step 5: forward, zero_grad (optimizer), backward with a forward kernel on a side stream, step;
     # step 6 likewise on rank 0; rank 1 has step 5 only. Unattributed kernels make no band.
     kernels = canonical(
@@ -234,13 +235,24 @@ def test_pass_bands_are_one_interval_per_pass_per_step_and_rank() -> None:
         **{"pass": ["forward", "optimizer", "backward", "forward", "optimizer", "forward", "backward", "optimizer",
                     "forward", "backward", "unattributed"]})
     bands = pass_bands(schema.empty("ranges"), kernels)
-    assert bands.rows() == [
-        (0, 5, "forward", 0, 27), (0, 5, "optimizer", 10, 50), (0, 5, "backward", 20, 30),
+    # The optimizer of step 5 is two bars (zero_grad, then the step), not one painted over the backward.
+    assert bands.select("rank", "step", "pass", "start_ns", "end_ns").rows() == [
+        (0, 5, "forward", 0, 8), (0, 5, "optimizer", 10, 12), (0, 5, "backward", 20, 30), (0, 5, "forward", 25, 27),
+        (0, 5, "optimizer", 40, 50),
         (0, 6, "forward", 100, 105), (0, 6, "backward", 110, 115), (0, 6, "optimizer", 120, 130),
         (1, 5, "forward", 3, 9), (1, 5, "backward", 30, 35),
     ]
     events = lane_events(kernels, schema.empty("memcpy"), schema.empty("ranges")).filter(pl.col("kind") == "pass")
     assert events.get_column("category").to_list()[:2] == ["step 5", "step 5"]
+
+
+def test_overlapping_kernels_of_a_pass_make_one_bar_and_other_keeps_its_annotation() -> None:
+    kernels = canonical("kernels", rank=[0, 0, 0, 0], step=[1, 1, 1, 1], start_ns=[0, 5, 30, 40],
+                        end_ns=[10, 20, 35, 45], **{"pass": ["forward", "forward", "other", "other"],
+                                                    "pass_annotation": [None, None, "sparse_data_dist", "load_batch"]})
+    bands = pass_bands(schema.empty("ranges"), kernels)
+    assert bands.select("pass", "pass_annotation", "start_ns", "end_ns", "kernels").rows() == [
+        ("forward", None, 0, 20, 2), ("other", "sparse_data_dist", 30, 35, 1), ("other", "load_batch", 40, 45, 1)]
 
 
 def test_pass_bands_of_runs_stored_without_a_step_column() -> None:

@@ -48,5 +48,22 @@ def test_idle_cause_finding_opens_the_timeline_on_its_gap(page: Page, server, co
     expect(page).to_have_url(re.compile(r"/timeline\?"), timeout=20_000)
     expect(page.locator("#timeline-window-chip")).to_be_visible(timeout=20_000)
     state = query(page)
-    assert (state["run"], state["rank"], state["window"]) == (run_id, "0", "100-400")
+    assert (state["run"], state["rank"], state["window"]) == (run_id, "0", "280000-460000")  # gap C, padded
+    assert console_errors == []
+
+
+def test_the_hta_scope_switch_draws_htas_breakdown_and_keeps_it_in_the_url(page: Page, server,
+                                                                            console_errors) -> None:
+    store = RunStore(server.data_dir)
+    run_id = next(info.id for info in store.list_runs() if "layers" in info.evidence)
+    hta = run_insights(store.open(run_id)).time.hta
+    page.goto(f"{server.url}/insights?run={run_id}")
+    expect(page.locator("#insights-breakdown .legendtext").first).to_have_text("compute", timeout=20_000)
+    page.locator("label[for=insights-hta-scope]").click()
+    expect(page).to_have_url(re.compile(r"scope=hta"), timeout=20_000)
+    expect(page.locator("#insights-breakdown .legendtext")).to_have_text(["compute", "non-compute", "idle"],
+                                                                        timeout=20_000)
+    expect(page.locator("table.hta-breakdown tbody tr")).to_have_count(hta.height)
+    page.reload()  # the URL restores the scope
+    expect(page.locator("#insights-hta-scope")).to_be_checked(timeout=20_000)
     assert console_errors == []

@@ -30,7 +30,8 @@ def test_boxes_in_model_order_with_peak_and_unknown_flops(page: Page, server, ru
     assert ticks == ["embed", "blocks.0.attn", "blocks.0.mlp", "head"]
     expect(page.locator("#layers-runtime .legendtext")).to_have_text(["forward", "backward"])
     expect(page.locator("#layers-note")).to_contain_text("module ranges")
-    expect(page.locator("#layers-note")).to_contain_text("NVIDIA H100 80GB HBM3: peak dense BF16 989 TFLOP/s")
+    expect(page.locator("#layers-note")).to_contain_text(
+        "Peak: H100 SXM BF16 989 TFLOP/s (datasheet, dense) for NVIDIA H100 80GB HBM3, 132 SMs")
     expect(page.locator("#layers-throughput .annotation-text").filter(has_text="FLOPs")).to_have_count(1)
     expect(page.locator("#layers-throughput .y2title")).to_have_text("% of peak")
     assert console_errors == []

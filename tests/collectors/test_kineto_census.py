@@ -67,8 +67,17 @@ def test_ignored_instants_are_counted_per_category(tmp_path: Path) -> None:
                "tid": 50, "ts": 2, "s": "g"}, {"ph": "i", "name": "Record Window End", "pid": 50, "tid": 50, "ts": 9}]
     path = write(tmp_path / "t.json", [*_metadata(), *_ops(1), *launch(1, 1, 5, 2, ext=0), *memory, *legacy, *others])
     run = registry.collect([path])
-    assert run.warnings == [f"{path}: ignored 1 uncategorised instants, 1 cpu_instant_event instants (not intervals)"]
+    # The profiler's own markers (iteration start, record window end) are bookkeeping, never a warning.
+    assert run.warnings == []
     assert run.tables["device_memory"].height == 3
+
+
+def test_a_user_instant_beside_the_profiler_markers_is_still_reported(tmp_path: Path) -> None:
+    markers = [{"ph": "i", "cat": "cpu_instant_event", "name": "Iteration Start: PyTorch Profiler", "pid": 50,
+                "tid": 50, "ts": 2, "s": "g"}, {"ph": "i", "name": "Record Window End", "pid": 50, "tid": 50, "ts": 9}]
+    mine = [{"ph": "i", "cat": "cpu_instant_event", "name": "checkpoint saved", "pid": 50, "tid": 50, "ts": 5}]
+    path = write(tmp_path / "t.json", [*_metadata(), *_ops(1), *launch(1, 1, 5, 2, ext=0), *markers, *mine])
+    assert registry.collect([path]).warnings == [f"{path}: ignored 1 cpu_instant_event instants (not intervals)"]
 
 
 def test_memory_instants_alone_are_named_in_the_no_kernels_warning(tmp_path: Path) -> None:

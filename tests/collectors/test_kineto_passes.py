@@ -144,3 +144,40 @@ def test_a_thread_with_forward_work_and_no_step_is_not_an_autograd_thread(tmp_pa
     kernels = _collect(path).tables["kernels"].sort("start_ns")
     assert kernels.select("name", "pass", "step").rows() == [("gemm", "forward", None),
                                                              ("gemm_bwd", "backward", None)]
+
+
+def test_a_torchrec_style_trace_takes_its_passes_from_the_trainers_annotations(tmp_path: Path) -> None:
+    from dashboard.analysis.gpu_busy import merged_intervals
+    from dashboard.analysis.timeline_lanes import pass_bands
+    from tests.support.torchrec_trace import OTHER_PER_STEP, PER_STEP
+    from tests.support.torchrec_trace import write as write_torchrec
+
+    tables = _collect(write_torchrec(tmp_path)).tables
+    kernels = tables["kernels"]
+    assert _per_pass(kernels) == {name: 2 * count for name, count in PER_STEP.items()}
+    assert _per_step(kernels) == {(step, name): count for step in (3, 4) for name, count in PER_STEP.items()}
+    other = kernels.filter(pl.col("pass") == "other")
+    assert dict(Counter(other.get_column("pass_annotation").to_list())) == {
+        name: 2 * count for name, count in OTHER_PER_STEP.items()}
+    # The next batch's all-to-all is not forward: it ran under `## sparse_data_dist ##`.
+    nccl = kernels.filter(pl.col("name").str.starts_with("nccl"))
+    assert nccl.select("pass", "pass_annotation").unique().rows() == [("other", "sparse_data_dist")]
+    # The passes lane: each pass's bars are exactly the union of its kernels per step; the optimizer's
+    # zero_grad and step are two bars per step, and no bar reaches over another pass's kernels.
+    bands = pass_bands(tables["ranges"], kernels)
+    for (step, name, annotation), mine in kernels.group_by("step", "pass", "pass_annotation"):
+        union = merged_intervals(mine.select(pl.lit(0).alias("rank"), "start_ns", "end_ns"))
+        bars = bands.filter(pl.col("step") == step, pl.col("pass") == name,
+                            pl.col("pass_annotation").eq_missing(annotation)).sort("start_ns")
+        assert bars.select("start_ns", "end_ns").rows() == union.select("start_ns", "end_ns").rows()
+    optimizer = bands.filter(pl.col("pass") == "optimizer", pl.col("step") == 3)
+    backward = bands.filter(pl.col("pass") == "backward", pl.col("step") == 3)
+    assert optimizer.height >= 2
+    assert not optimizer.filter(pl.col("start_ns") < backward["end_ns"].max(),
+                                pl.col("end_ns") > backward["start_ns"].min()).height
+
+
+def test_a_lone_backward_annotation_does_not_make_a_trainer_annotated_run(tmp_path: Path) -> None:
+    """The modern shape marks only `## backward ##` around loss.backward(): no kernel becomes `other`."""
+    kernels = _collect(write(tmp_path, SHAPES["modern"])).tables["kernels"]
+    assert "other" not in _per_pass(kernels) and kernels["pass_annotation"].null_count() == kernels.height

@@ -25,17 +25,19 @@ class TraceBuilder:
     ranges: list[dict[str, Any]] = field(default_factory=list)
     correlation: int = 1000
 
-    def _launch(self, rank: int, name: str, launch_end: int | None) -> int:
+    def _launch(self, rank: int, name: str, launch_end: int | None, launch_start: int | None = None) -> int:
         self.correlation += 1
         if launch_end is not None:
-            self.call(rank, name, launch_end - LAUNCH_NS, launch_end, correlation=self.correlation)
+            start = launch_end - LAUNCH_NS if launch_start is None else launch_start
+            self.call(rank, name, start, launch_end, correlation=self.correlation)
         return self.correlation
 
     def kernel(self, rank: int, start: int, end: int, name: str = "gemm", step: int | None = None,
-               launch_end: int | None = None, layer: str | None = None, stream: int = 7) -> TraceBuilder:
-        correlation = self._launch(rank, "cudaLaunchKernel", launch_end)
+               launch_end: int | None = None, layer: str | None = None, stream: int = 7,
+               launch_start: int | None = None, op: str | None = None) -> TraceBuilder:
+        correlation = self._launch(rank, "cudaLaunchKernel", launch_end, launch_start)
         self.kernels.append({"rank": rank, "device": 0, "stream": stream, "correlation": correlation, "name": name,
-                             "start_ns": start, "end_ns": end, "step": step, "layer": layer})
+                             "start_ns": start, "end_ns": end, "step": step, "layer": layer, "op": op})
         return self
 
     def copy(self, rank: int, start: int, end: int, kind: str = "HtoD", src_kind: str = "Pinned",
@@ -50,6 +52,13 @@ class TraceBuilder:
     def call(self, rank: int, name: str, start: int, end: int, correlation: int | None = None) -> TraceBuilder:
         self.calls.append({"rank": rank, "thread": 1, "name": name, "category": "cuda_runtime",
                            "correlation": correlation, "start_ns": start, "end_ns": end})
+        return self
+
+    def op(self, rank: int, name: str, start: int, end: int, category: str = "cpu_op",
+           thread: int = 1) -> TraceBuilder:
+        """A CPU range (an op, an annotation, a DataLoader call) on `thread` (launches are on thread 1)."""
+        self.ranges.append({"rank": rank, "id": len(self.ranges), "thread": thread, "name": name,
+                            "category": category, "start_ns": start, "end_ns": end, "depth": 1, "step": None})
         return self
 
     def step(self, rank: int, number: int, start: int, end: int) -> TraceBuilder:

@@ -85,7 +85,7 @@ def kernels_cases(store: RunStore) -> Cases:
 
 
 def insights_cases(store: RunStore) -> Cases:
-    return [(run, {}) for run in _runs_with(store, "kernels")]
+    return [(run, state) for run in _runs_with(store, "kernels") for state in ({}, {"scope": "hta"})]
 
 
 def compare_cases(store: RunStore) -> Cases:

@@ -162,7 +162,7 @@ def kernels_table(kernel_events: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataF
     missing = [pl.lit(None, pl.Int64).alias(c) for c in _KERNEL_ONLY if c not in kernels.columns]
     return kernels.with_columns(missing).select(
         "rank", *_device_stream(), "correlation", pl.col("name").cast(pl.String), "start_ns", "end_ns", *_KERNEL_ONLY,
-        "op", "layer", "pass", "step", flops.alias("flops"),
+        "op", "layer", "pass", "pass_annotation", "step", flops.alias("flops"),
     )
 
 
@@ -180,7 +180,7 @@ def memcpy_table(copy_events: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFram
         pl.when(is_memset).then(None).otherwise(name.str.extract(_MEMCPY_NAME, 2)).alias("src_kind"),
         pl.when(is_memset).then(name.str.extract(_MEMSET_NAME, 1))
         .otherwise(name.str.extract(_MEMCPY_NAME, 3)).alias("dst_kind"),
-        "bytes", "start_ns", "end_ns", "op", "layer", "pass", "step",
+        "bytes", "start_ns", "end_ns", "op", "layer", "pass", "pass_annotation", "step",
     )
 
 

@@ -9,6 +9,11 @@ is counted and named rather than passed over. The counts come from
 (category, ph) group of a chunk, so taking the census costs nothing per event.
 `[memory]` instants are counted under their own key (`MEMORY_CATEGORY`):
 they become the `device_memory` table, so they are not reported as ignored.
+The profiler's own bookkeeping instants (`PROFILER_MARKERS`: where an
+iteration starts, where the record window ends) are counted under
+`PROFILER_MARKER_CATEGORY` and never reported: they hold no user data, so a
+warning about them would be a false alarm on every run. A warning means a
+user's data was not read.
 """
 
 from __future__ import annotations
@@ -23,6 +28,10 @@ from dashboard.collectors.kineto.columns import (
     IGNORED_CATEGORIES,
     MEMORY_CATEGORY,
 )
+
+# Instants Kineto writes about its own recording (not the user's program), by name: never a warning.
+PROFILER_MARKERS = frozenset({"Iteration Start: PyTorch Profiler", "Record Window End"})
+PROFILER_MARKER_CATEGORY = "[profiler marker]"  # the census key they are counted under
 
 # Interval categories the range passes know by name; any other becomes a range of its own category.
 KNOWN_RANGE_CATEGORIES = frozenset({"cpu_op", "user_annotation", "gpu_user_annotation", "python_function"})
@@ -74,7 +83,7 @@ def census_warnings(path: Path, categories: Mapping[str, int]) -> list[str]:
     counts = _split(categories)
     warnings: list[str] = []
     # Metadata (process / thread names) is read by nothing and tells nothing about the run.
-    content = {key: count for key, count in counts.items() if key[1] != "M"}
+    content = {key: count for key, count in counts.items() if key[1] != "M" and key[0] != PROFILER_MARKER_CATEGORY}
     if not any(count for (category, ph), count in content.items() if category == "kernel" and ph == "X"):
         found = listing(content)
         warnings.append(f"{path}: no GPU kernels ({found})" if found else f"{path}: no GPU kernels (no events)")

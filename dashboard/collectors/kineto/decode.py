@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ import polars as pl
 from dashboard.collectors.base import IngestError, read_source_bytes
 from dashboard.collectors.failures import msgspec_offset
 from dashboard.collectors.gc_pause import gc_paused
+from dashboard.collectors.kineto.census import PROFILER_MARKER_CATEGORY, PROFILER_MARKERS
 from dashboard.collectors.kineto.columns import (
     API_CATEGORIES,
     FLOW_CATEGORIES,
@@ -271,12 +272,25 @@ def decode_chunk(chunk: bytes | bytearray | memoryview, trace: DecodedTrace) -> 
     return events
 
 
+def _count_profiler_markers(trace: DecodedTrace, category: str | None, ph: str, group: Sequence[Any]) -> None:
+    """Move the profiler's bookkeeping instants (census.PROFILER_MARKERS) to their own census key."""
+    markers = sum(1 for event in group if getattr(event, "name", None) in PROFILER_MARKERS)
+    if markers:
+        key = f"{category or ''}\t{ph}"
+        trace.categories[key] -= markers
+        if trace.categories[key] == 0:
+            del trace.categories[key]
+        trace.categories[f"{PROFILER_MARKER_CATEGORY}\t{ph}"] += markers
+
+
 def frames_of_chunk(events: list[Any], trace: DecodedTrace, parts: dict[str, list[pl.DataFrame]]) -> None:
     lenient = trace.lenient
     if lenient:
         events = [event if event.args is not None else _with_default_args(event) for event in events]
     for category, ph, group in group_events(events, lenient):
         trace.categories[f"{category or ''}\t{ph or ''}"] += len(group)  # one count per group, not per event
+        if ph in MEMORY_PHASES:
+            _count_profiler_markers(trace, category, ph, group)
         if category in FLOW_CATEGORIES:
             if category == "fwdbwd" and ph in ("s", "f"):
                 parts["flow"].append(flow_frame(RawColumns(group, lenient, trace.problems)))

@@ -29,6 +29,20 @@ step) is backward on an autograd-engine thread and forward elsewhere; only
 an event that no launch links to the CPU (no runtime call, no op) is
 `unattributed`.
 
+**Passes as the trainer labelled them.** Where a file (rank) carries the
+trainer's own pass annotations (`## forward ##`, `## backward ##`,
+`## optimizer ##`, as torchrec's pipelines and many DDP loops write them),
+they decide the pass of its GPU events: an event launched while one of them
+is open on any CPU thread of the rank takes its pass (by time: the autograd
+thread launches while the main thread sits in `## backward ##`); any other
+launched event is backward / optimizer when its ops say so, else `other`,
+and its `pass_annotation` names the innermost `## name ##` annotation open at
+its launch (`sparse_data_dist`, `load_batch`), so the next batch's input
+distribution no longer counts as forward. A rank is annotated when it marks
+`## forward ##` (a lone `## backward ##` around `loss.backward()` is just a
+backward mark, as above). An event no launch links stays `unattributed`.
+Ranges keep the rules above.
+
 Step: the `N` of the CPU `ProfilerStep#N` open at the range's start or at
 the GPU event's launch, in the same file (rank). The autograd thread has no
 step of its own; the main thread's step is open while it waits in
@@ -43,6 +57,9 @@ from dashboard.collectors.kineto.nesting import flag_inherited, track_starts
 
 TRACK = ("file", "pid_key", "tid_key")
 FORWARD, BACKWARD, OPTIMIZER, UNATTRIBUTED = "forward", "backward", "optimizer", "unattributed"
+OTHER = "other"  # launched in a trainer-annotated run outside its forward / backward / optimizer annotations
+TRAINER_PASS = r"(?i)^##\s*(forward|backward|optimizer)\s*##$"
+TRAINER_ANNOTATION = r"^##\s*(.+?)\s*##$"
 ANNOTATIONS = ("user_annotation", "gpu_user_annotation")
 _CPU_CATEGORIES = ("cpu_op", "user_annotation", "profiler_step", "python_function")
 _STEP = r"^ProfilerStep#(\d+)"
@@ -182,13 +199,64 @@ def ranges_step(featured: pl.DataFrame) -> pl.Series:
     return step_at(featured.select("file", pl.col("start_ns").alias("at")), steps_of(featured, "_step_number"))
 
 
+def _covering(points: pl.DataFrame, marks: pl.DataFrame, value: str) -> pl.Series:
+    """Per point (`file`, `at`), `value` of the latest-starting mark (`file`, `_mark_start`, `_mark_end`) open
+    at `at` in the same file; null when that mark has ended (or there is none)."""
+    if marks.height == 0:
+        return pl.Series(value, [None], dtype=pl.String).new_from_index(0, points.height)
+    indexed = points.select(pl.int_range(pl.len()).alias("_i"), pl.col("file").cast(pl.Int32), "at")
+    found = indexed.drop_nulls("at").sort("at").join_asof(
+        marks.sort("_mark_start"), left_on="at", right_on="_mark_start", by="file", strategy="backward",
+        check_sortedness=False)
+    found = found.select("_i", pl.when(pl.col("_mark_end") >= pl.col("at")).then(pl.col(value)).alias(value))
+    return indexed.join(found, on="_i", how="left").sort("_i").get_column(value)
+
+
+def _trainer_marks(ranges: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(pass marks, all `## name ##` marks, the outermost of them): file, _mark_start, _mark_end and the pass /
+    the name between the `##`."""
+    named = ranges.filter(pl.col("category") != "gpu_user_annotation",
+                          pl.col("name").cast(pl.String).str.contains(TRAINER_ANNOTATION)).select(
+        pl.col("file").cast(pl.Int32), pl.col("start_ns").alias("_mark_start"), pl.col("end_ns").alias("_mark_end"),
+        pl.col("name").cast(pl.String).str.extract(TRAINER_ANNOTATION, 1).alias("annotation"),
+        pl.col("name").cast(pl.String).str.extract(TRAINER_PASS, 1).str.to_lowercase().alias("pass"))
+    passes = named.drop_nulls("pass")
+    labels = named.filter(pl.col("pass").is_null()).sort("file", "_mark_start")
+    # Outermost: starting after every earlier mark of the file has ended (a mark nested in one is not).
+    reach = pl.col("_mark_end").cum_max().shift(1).over("file")
+    outer = labels.filter(reach.is_null() | (pl.col("_mark_start") > reach))
+    return passes, labels, outer
+
+
+def _trainer_passes(frame: pl.DataFrame, ranges: pl.DataFrame, launched: pl.Expr) -> pl.DataFrame | None:
+    """`pass` and `pass_annotation` of the GPU events of files with trainer pass annotations (None without)."""
+    passes, labels, outer = _trainer_marks(ranges)
+    # A rank is annotated when it marks its forward: then the rest of a step is decidably not forward.
+    annotated = passes.filter(pl.col("pass") == FORWARD).get_column("file").unique()
+    if annotated.len() == 0:
+        return None
+    points = frame.select("file", "at")
+    annotation = _covering(points, labels, "annotation").fill_null(_covering(points, outer, "annotation"))
+    marked = frame.select(
+        pl.col("file").cast(pl.Int32).is_in(annotated.implode()).alias("_trainer"),
+        launched.alias("_launched"), "pass").with_columns(
+        _covering(points, passes, "pass").alias("_marked_pass"), annotation.alias("_annotation"))
+    trainer = pl.col("_trainer") & pl.col("_launched")
+    # Unmarked: backward / optimizer by its ops (an Optimizer.step outside `## optimizer ##`), else other.
+    unmarked = pl.when(pl.col("pass").is_in([BACKWARD, OPTIMIZER])).then(pl.col("pass")).otherwise(pl.lit(OTHER))
+    chosen = pl.when(trainer).then(pl.col("_marked_pass").fill_null(unmarked)).otherwise(pl.col("pass"))
+    return marked.select(chosen.alias("pass")).with_columns(
+        pl.when(pl.col("pass") == OTHER).then(marked.get_column("_annotation")).alias("pass_annotation"))
+
+
 def gpu_passes(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
-    """`pass` and `step` of GPU events linked by `link_gpu` (op_row, api_* columns)."""
+    """`pass`, `step` and `pass_annotation` of GPU events linked by `link_gpu` (op_row, api_* columns)."""
+    no_annotation = pl.lit(None, pl.String).alias("pass_annotation")
     if ranges.height == 0:
         linked_any = pl.col("api_found").fill_null(False)
         return linked.select(
             pl.when(linked_any).then(pl.lit(FORWARD)).otherwise(pl.lit(UNATTRIBUTED)).alias("pass"),
-            pl.lit(None, pl.Int64).alias("step"))
+            pl.lit(None, pl.Int64).alias("step"), no_annotation)
     row = linked.get_column("op_row")
     # Engine threads are a handful: one vectorised test per thread, not a join over every event.
     on_engine = pl.lit(False)
@@ -203,12 +271,15 @@ def gpu_passes(linked: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     op_pass = pl.col("_op_pass")
     launched = pl.col("api_found").fill_null(False) | pl.col("op_row").is_not_null()
     passes = frame.select(
-        "file",
+        "file", "api_found", "op_row",
         pl.when(op_pass.is_in([BACKWARD, OPTIMIZER])).then(op_pass)
         .when(launched & pl.col("_engine")).then(pl.lit(BACKWARD))
         .when(launched).then(pl.lit(FORWARD))
         .otherwise(pl.lit(UNATTRIBUTED)).alias("pass"),
         pl.coalesce("api_start", "_op_start").alias("at"),
     )
-    return passes.select("pass").with_columns(step_at(passes, steps_of(ranges)).alias("step"))
-
+    step = step_at(passes, steps_of(ranges)).alias("step")
+    trainer = _trainer_passes(passes, ranges, launched)
+    if trainer is None:
+        return passes.select("pass").with_columns(step, no_annotation)
+    return trainer.select("pass").with_columns(step, trainer.get_column("pass_annotation"))
