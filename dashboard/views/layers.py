@@ -89,6 +89,12 @@ class Detail:
     columns: list[dict[str, Any]]
 
 
+def has_charts(run: Run) -> bool:
+    """Whether the run has layers to draw: ranges alone are not enough (a tinygrad profile's or an NVTX-only
+    trace's ranges are no modules), so the page and the exports skip a run without layer occurrences."""
+    return run_views.run_layer_samples(run).occurrences.height > 0
+
+
 def view(run: Run, state: State) -> run_views.LayerView:
     return run_views.layer_view(run, state.rank, state.window)  # cached per (run, rank, window)
 
