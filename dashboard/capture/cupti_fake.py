@@ -29,6 +29,8 @@ from dashboard.capture.cupti_backend import CompletedFn, RequestedFn
 
 # Runtime / driver callback ids used by the simulation (cupti.RuntimeApiTraceCbid
 # / DriverApiTraceCbid values, spec section 2).
+CBID_GET_LAST_ERROR = 10
+CBID_GET_DEVICE = 17
 CBID_MALLOC = 20
 CBID_MEMCPY = 31
 CBID_MEMCPY_ASYNC = 41
@@ -39,6 +41,8 @@ CBID_LAUNCH_KERNEL = 211
 DRIVER_CBID_LAUNCH_KERNEL = 307
 
 _RUNTIME_NAMES = {
+    CBID_GET_LAST_ERROR: "cudaGetLastError",
+    CBID_GET_DEVICE: "cudaGetDevice",
     CBID_MALLOC: "cudaMalloc",
     CBID_MEMCPY: "cudaMemcpy",
     CBID_MEMCPY_ASYNC: "cudaMemcpyAsync",
@@ -87,7 +91,8 @@ class FakeCuptiBackend:
         launch_latency_ns: int = 2_000,
         api_overhead_ns: int = 3_000,
         device_id: int = 0,
-        dropped: int = 0,
+        dropped: int | None = 0,
+        filters_apis: bool = True,
     ) -> None:
         self._clock = clock or time.monotonic_ns
         self.records_per_buffer = records_per_buffer
@@ -95,6 +100,8 @@ class FakeCuptiBackend:
         self.api_overhead_ns = api_overhead_ns
         self.device_id = device_id
         self._dropped = dropped
+        self.filters_apis = filters_apis  # False: a CUPTI without per-function control
+        self.skipped_apis: set[tuple[int, int]] = set()
         self._requested: RequestedFn | None = None
         self._completed: CompletedFn | None = None
         self.enabled: set[int] = set()
@@ -159,8 +166,14 @@ class FakeCuptiBackend:
         self.synchronize_calls += 1
         self._wait_until(max(self._stream_free.values(), default=0))
 
-    def dropped_records(self) -> int:
+    def dropped_records(self) -> int | None:
         return self._dropped
+
+    def skip_api(self, kind: int, cbid: int) -> bool:
+        if not self.filters_apis:
+            return False
+        self.skipped_apis.add((kind, cbid))
+        return True
 
     def api_name(self, kind: int, cbid: int) -> str:
         names = _DRIVER_NAMES if kind == records.DRIVER else _RUNTIME_NAMES
@@ -261,6 +274,10 @@ class FakeCuptiBackend:
         )
         return correlation
 
+    def host_query(self, cbid: int = CBID_GET_DEVICE) -> None:
+        """A runtime call that does no GPU work (cudaGetDevice), as PyTorch makes thousands a step."""
+        self._api_call(records.RUNTIME, cbid)
+
     def device_synchronize(self) -> None:
         """cudaDeviceSynchronize: an API call that returns once every stream is idle."""
         start = self.timestamp()
@@ -316,6 +333,8 @@ class FakeCuptiBackend:
         return correlation, end
 
     def _emit_api(self, kind: int, cbid: int, correlation: int, start: int, end: int) -> None:
+        if (kind, cbid) in self.skipped_apis:
+            return
         self._emit(
             kind,
             cbid=cbid,

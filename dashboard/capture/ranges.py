@@ -54,6 +54,7 @@ class OpenRange:
 
 @dataclass(slots=True)
 class _ThreadStacks:
+    thread: int  # native thread id
     wanted: list[OpenRange] = field(default_factory=list)  # open ranges, outermost first
     pushed: list[int] = field(default_factory=list)  # ids on this thread's CUPTI stack
     dirty: bool = False  # another thread changed `wanted`: the next sync compares all
@@ -80,8 +81,9 @@ class RangeRecorder:
         self._pop = pop
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._local = threading.local()  # this thread's _ThreadStacks, found without a lookup
         self._threads: dict[int, _ThreadStacks] = {}
-        self._open: dict[int, tuple[int, OpenRange]] = {}  # id -> (owner thread, range)
+        self._open: dict[int, tuple[_ThreadStacks, OpenRange]] = {}  # id -> (owner's stacks, range)
         self._rows: list[tuple] = []
         self.correlation_errors = 0
 
@@ -103,29 +105,32 @@ class RangeRecorder:
         its children (they started first only because of hook order; the new
         range starts with the earliest of them).
         """
-        thread = threading.get_native_id()
+        # Called twice per module call by the layer hooks: keep this path short.
+        stacks = self._here()
         with self._lock:
-            stacks = self._threads.setdefault(thread, _ThreadStacks())
-            position = max(0, len(stacks.wanted) - max(0, under))
-            parent = stacks.wanted[position - 1] if position else None
-            above = stacks.wanted[position:]
+            wanted = stacks.wanted
+            position = max(0, len(wanted) - under) if under > 0 else len(wanted)
+            parent = wanted[position - 1] if position else None
             opened = OpenRange(
                 id=next(self._ids),
                 name=name,
                 category=category,
                 start_ns=0,
-                thread=thread,
+                thread=stacks.thread,
                 depth=position,
-                parent=parent.id if parent else None,
+                parent=parent.id if parent is not None else None,
                 pass_=pass_ if pass_ is not None else _default_pass(name, parent),
-                layer=layer if layer is not None else (parent.layer if parent else None),
+                layer=layer if layer is not None else (parent.layer if parent is not None else None),
             )
-            for child in above:
-                child.depth += 1
+            above = wanted[position:]
             if above:
+                for child in above:
+                    child.depth += 1
                 above[0].parent = opened.id
-            stacks.wanted.insert(position, opened)
-            self._open[opened.id] = (thread, opened)
+                wanted.insert(position, opened)
+            else:
+                wanted.append(opened)
+            self._open[opened.id] = (stacks, opened)
             self._sync_cupti(stacks)
         # Stamp after the push so the range covers the calls it attributes.
         now = self.clock()
@@ -134,22 +139,34 @@ class RangeRecorder:
 
     def open_stack(self) -> list[OpenRange]:
         """The ranges open on the calling thread, outermost first (a copy)."""
+        stacks = self._here()
         with self._lock:
-            stacks = self._threads.get(threading.get_native_id())
-            return list(stacks.wanted) if stacks else []
+            return list(stacks.wanted)
+
+    def _here(self) -> _ThreadStacks:
+        """The calling thread's stacks (made on its first range)."""
+        stacks: _ThreadStacks | None = getattr(self._local, "stacks", None)
+        if stacks is None:
+            thread = threading.get_native_id()
+            with self._lock:
+                stacks = self._threads.setdefault(thread, _ThreadStacks(thread))
+            self._local.stacks = stacks
+        return stacks
 
     def close(self, range_id: int, flops: float | None = None) -> bool:
         """Close a range (from any thread); False when it is not open."""
         end = self.clock()
-        me = threading.get_native_id()
         with self._lock:
             entry = self._open.pop(range_id, None)
             if entry is None:
                 return False
-            owner, opened = entry
-            stacks = self._threads[owner]
-            stacks.wanted.remove(opened)
-            if owner == me:
+            stacks, opened = entry
+            wanted = stacks.wanted
+            if wanted and wanted[-1] is opened:
+                wanted.pop()
+            else:
+                wanted.remove(opened)
+            if stacks.thread == threading.get_native_id():
                 self._sync_cupti(stacks)
             else:
                 stacks.dirty = True
@@ -178,10 +195,9 @@ class RangeRecorder:
         # Innermost first, so parents end no earlier than their children.
         for range_id in sorted(ids, reverse=True):
             self.close(range_id)
+        stacks = self._here()
         with self._lock:
-            stacks = self._threads.get(threading.get_native_id())
-            if stacks is not None:
-                self._sync_cupti(stacks)
+            self._sync_cupti(stacks)
         return len(ids)
 
     def frame(self) -> pl.DataFrame:

@@ -134,6 +134,8 @@ class CaptureSession:
         self.torch_hooks: Any = None
         self.warnings: list[str] = []
         self.enabled_kinds: list[int] = []
+        self.skipped_apis: dict[str, str] = {}  # runtime function -> who leaves it out ("cupti" / "tables")
+        self.dropped: int | None = 0
         self.started_ns: int | None = None
         self.stopped_ns: int | None = None
         self.run_id: str | None = None
@@ -189,6 +191,7 @@ class CaptureSession:
                 backend.disable(kind)
             backend.unregister_callbacks()
             raise
+        self._skip_noisy_apis(backend)
         use_ids = rec.EXTERNAL_CORRELATION in self.enabled_kinds
         self.ranges = RangeRecorder(
             backend.timestamp,
@@ -196,6 +199,17 @@ class CaptureSession:
             pop=backend.pop_external_id if use_ids else None,
         )
         self.started_ns = backend.timestamp()
+
+    def _skip_noisy_apis(self, backend: CaptureBackend) -> None:
+        """Threads by OS id, and no records of the runtime's host-only queries (records.SKIPPED_RUNTIME_APIS)."""
+        use_system_ids = getattr(backend, "use_system_thread_ids", None)
+        if use_system_ids is not None:
+            use_system_ids()
+        if rec.RUNTIME not in self.enabled_kinds:
+            return
+        skip = getattr(backend, "skip_api", None)
+        for cbid, name in rec.SKIPPED_RUNTIME_APIS.items():
+            self.skipped_apis[name] = "cupti" if skip is not None and skip(rec.RUNTIME, cbid) else "tables"
 
     def _start_host_recorders(self) -> None:
         assert self.backend is not None and self.ranges is not None
@@ -239,7 +253,10 @@ class CaptureSession:
             backend.synchronize()
             backend.flush_all()
             dropped = backend.dropped_records()
-            if dropped:
+            self.dropped = dropped
+            if dropped is None:
+                self.warnings.append("CUPTI could not say whether it dropped records: totals may be low")
+            elif dropped:
                 self.warnings.append(f"CUPTI dropped {dropped} records (buffers full); totals are low")
             if self.ranges.correlation_errors:
                 self.warnings.append(
@@ -309,6 +326,8 @@ class CaptureSession:
                 "records": self.sink.records,
                 "buffers": self.sink.buffers_completed,
                 "ignored_kinds": {str(k): n for k, n in self.sink.ignored_kinds.items()},
+                "skipped_apis": dict(self.skipped_apis),
+                "dropped_records": self.dropped,
                 "layers": self.torch_hooks is not None,
                 "flops": bool(self.torch_hooks is not None and self.torch_hooks.counting_flops),
                 "stacks": getattr(self.stacks, "mechanism", None),

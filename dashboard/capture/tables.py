@@ -112,6 +112,8 @@ def _api_calls(frames: dict[int, pl.DataFrame], rank: int, api_name: ApiNameFn) 
         if frame is None or frame.is_empty():
             continue
         frame = _timed(frame)
+        if kind == rec.RUNTIME:  # those CUPTI recorded all the same (it may not filter per function)
+            frame = frame.filter(~pl.col("cbid").is_in(list(rec.SKIPPED_RUNTIME_APIS)))
         names = {cbid: api_name(kind, cbid) for cbid in frame["cbid"].drop_nulls().unique().to_list()}
         parts.append(
             frame.select(

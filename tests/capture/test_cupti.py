@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 import types
@@ -264,10 +265,11 @@ class _StubCupti:
 
     DriverApiTraceCbid = RuntimeApiTraceCbid
 
-    def __init__(self, fail_enable: int | None = None, driver_error: str | None = None) -> None:
+    def __init__(self, fail_enable: int | None = None, driver_error: str | None = None, dropped: int = 0) -> None:
         self.calls: list[tuple] = []
         self.fail_enable = fail_enable
         self.driver_error = driver_error
+        self.dropped = dropped
 
     def get_timestamp(self) -> int:
         if self.driver_error:
@@ -291,6 +293,13 @@ class _StubCupti:
 
     def activity_get_num_dropped_records(self, context: int, stream: int, address: int) -> None:
         self.calls.append(("dropped", context, stream))
+        ctypes.c_size_t.from_address(address).value = self.dropped  # as CUPTI writes its size_t*
+
+    def activity_enable_runtime_api(self, cbid: int, enable: int) -> None:
+        self.calls.append(("runtime_api", cbid, enable))
+
+    def set_thread_id_type(self, kind: int) -> None:
+        self.calls.append(("thread_ids", kind))
 
     def activity_push_external_correlation_id(self, kind: int, ident: int) -> None:
         self.calls.append(("push", kind, ident))
