@@ -33,6 +33,13 @@ EXIT_SCRIPT_FAILED = 1
 EXIT_CAPTURE_UNAVAILABLE = 3
 
 
+def stacks_by_default() -> bool:
+    """Python stacks are on by default only where they are cheap: Python 3.12+ (sys.monitoring switches
+    library code off after its first call). On 3.11 every Python call and return goes through
+    sys.setprofile, ~20-30 % of a launch-bound step, so there they are asked for with --stacks."""
+    return sys.version_info >= (3, 12)
+
+
 class ScriptFailed(Exception):
     """The captured script raised or exited non-zero; its run was written all the same."""
 
@@ -93,7 +100,7 @@ def capture_script(
     data_dir: Path | str = "data",
     backend: CaptureBackend | None = None,
     *,
-    stacks: bool | StackLimits = True,
+    stacks: bool | StackLimits | None = None,
     layers: bool | None = None,
     flops: bool = True,
     flop_steps: int | None = 2,
@@ -106,6 +113,8 @@ def capture_script(
     was written when the script raised or exited non-zero.
     """
     script_path = Path(script)
+    if stacks is None:
+        stacks = stacks_by_default()
     if not script_path.is_file():
         raise FileNotFoundError(f"{script_path}: no such script")
     session = CaptureSession(
@@ -159,7 +168,11 @@ def _fake_backend() -> CaptureBackend:
     type=click.Path(file_okay=False, path_type=Path),
     help="Data folder the run is written to (env DASHBOARD_DATA).",
 )
-@click.option("--stacks/--no-stacks", default=True, show_default=True, help="Record Python call stacks.")
+@click.option(
+    "--stacks/--no-stacks",
+    default=None,
+    help="Record Python call stacks (default: on with Python 3.12+, where they cost ~nothing; off on 3.11).",
+)
 @click.option("--layers/--no-layers", default=None, help="torch module hooks (default: when torch is installed).")
 @click.option("--flops/--no-flops", default=True, show_default=True, help="Count FLOPs per layer and pass.")
 @click.option(
@@ -180,7 +193,7 @@ def _fake_backend() -> CaptureBackend:
 def capture_command(
     name: str | None,
     data_dir: Path,
-    stacks: bool,
+    stacks: bool | None,
     layers: bool | None,
     flops: bool,
     flop_steps: int,

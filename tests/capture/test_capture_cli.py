@@ -55,7 +55,8 @@ def _run(args: list[str]):
 
 
 def test_capture_writes_a_run_and_prints_its_id(script: Path, data_dir: Path) -> None:
-    result = _run(["--data", str(data_dir), "--name", "cli", "--fake-gpu", "--no-layers", "--", str(script), "-x", "1"])
+    result = _run(["--data", str(data_dir), "--name", "cli", "--fake-gpu", "--no-layers", "--stacks", "--",
+                   str(script), "-x", "1"])
     assert result.exit_code == 0, result.stderr
     assert "argv: ['-x', '1']" in result.stdout  # the script's own output, its own argv
     run_id = result.stdout.strip().splitlines()[-1]
@@ -154,3 +155,25 @@ def test_ranks_staged_then_merged(script: Path, tmp_path: Path) -> None:
 def test_usage_names_the_script_separator() -> None:
     result = CliRunner().invoke(capture_command, ["--help"])
     assert "Usage: capture [--name N] [--data DIR] [OPTIONS] -- SCRIPT.py [ARGS]..." in result.stdout
+
+
+@pytest.mark.parametrize(("version", "expected"), [((3, 11, 9), False), ((3, 12, 3), True), ((3, 13, 0), True)])
+def test_stacks_are_on_by_default_only_where_sys_monitoring_makes_them_cheap(
+    monkeypatch: pytest.MonkeyPatch, script: Path, data_dir: Path, version: tuple, expected: bool
+) -> None:
+    from dashboard.capture import command
+
+    with monkeypatch.context() as patched:
+        patched.setattr(command.sys, "version_info", version)
+        assert command.stacks_by_default() is expected
+    monkeypatch.setattr(command, "stacks_by_default", lambda: expected)
+    seen: dict = {}
+    real = command.CaptureSession
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(command, "CaptureSession", spy)
+    command.capture_script(script, data_dir=data_dir, backend=command._fake_backend(), layers=False)
+    assert bool(seen["stacks"]) is expected
