@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import click
 
@@ -38,6 +39,11 @@ def stacks_by_default() -> bool:
     library code off after its first call). On 3.11 every Python call and return goes through
     sys.setprofile, ~20-30 % of a launch-bound step, so there they are asked for with --stacks."""
     return sys.version_info >= (3, 12)
+
+
+def command_defaults() -> dict[str, Any]:
+    """The CaptureSession settings `dashboard capture` runs a script with when given no option."""
+    return {"layers": None, "flops": True, "flop_steps": 2, "stacks": stacks_by_default()}
 
 
 class ScriptFailed(Exception):
