@@ -46,6 +46,9 @@ def command_defaults() -> dict[str, Any]:
     return {"layers": None, "flops": True, "flop_steps": 2, "stacks": stacks_by_default()}
 
 
+LAYER_CHOICES = {"forward": "forward", "full": "full", "off": False}
+
+
 class ScriptFailed(Exception):
     """The captured script raised or exited non-zero; its run was written all the same."""
 
@@ -107,7 +110,7 @@ def capture_script(
     backend: CaptureBackend | None = None,
     *,
     stacks: bool | StackLimits | None = None,
-    layers: bool | None = None,
+    layers: bool | str | None = None,
     flops: bool = True,
     flop_steps: int | None = 2,
     staging: Path | str | None = None,
@@ -179,7 +182,14 @@ def _fake_backend() -> CaptureBackend:
     default=None,
     help="Record Python call stacks (default: on with Python 3.12+, where they cost ~nothing; off on 3.11).",
 )
-@click.option("--layers/--no-layers", default=None, help="torch module hooks (default: when torch is installed).")
+@click.option(
+    "--layers",
+    type=click.Choice(sorted(LAYER_CHOICES)),
+    default=None,
+    help="torch module hooks: forward = a range per module call forward, one per model call backward (the "
+    "default when torch is installed); full = a backward range per module call too (costs more, see README); off.",
+)
+@click.option("--no-layers", "no_layers", is_flag=True, help="Same as --layers off.")
 @click.option("--flops/--no-flops", default=True, show_default=True, help="Count FLOPs per layer and pass.")
 @click.option(
     "--flop-steps",
@@ -200,7 +210,8 @@ def capture_command(
     name: str | None,
     data_dir: Path,
     stacks: bool | None,
-    layers: bool | None,
+    layers: str | None,
+    no_layers: bool,
     flops: bool,
     flop_steps: int,
     staging: Path | None,
@@ -217,7 +228,7 @@ def capture_command(
             data_dir=data_dir,
             backend=_fake_backend() if fake_gpu else None,
             stacks=stacks,
-            layers=layers,
+            layers=False if no_layers else (LAYER_CHOICES[layers] if layers is not None else None),
             flops=flops,
             flop_steps=flop_steps or None,
             staging=staging,

@@ -1,8 +1,8 @@
 """The thin layer between a capture session and cupti-python.
 
 A backend is the handful of CUPTI calls a session makes: register the buffer
-callbacks, enable / disable activity kinds, flush, read CUPTI's clock and push
-/ pop external correlation ids. `CuptiBackend` makes those calls on the real
+callbacks, enable / disable activity kinds (and single runtime functions), flush,
+read CUPTI's clock and its dropped-record count. `CuptiBackend` makes those calls on the real
 `cupti` module, imported lazily so the rest of the dashboard runs without it;
 `dashboard.capture.cupti_fake.FakeCuptiBackend` makes them on a simulated
 GPU for tests and demos. Both deliver records through the same two callbacks.
@@ -50,8 +50,6 @@ class CaptureBackend(Protocol):
     def disable(self, kind: int) -> None: ...
     def flush_all(self) -> None: ...
     def timestamp(self) -> int: ...
-    def push_external_id(self, external_id: int) -> None: ...
-    def pop_external_id(self) -> None: ...
     def synchronize(self) -> None: ...
     def dropped_records(self) -> int | None: ...
     def skip_api(self, kind: int, cbid: int) -> bool: ...
@@ -187,12 +185,6 @@ class CuptiBackend:
 
     def timestamp(self) -> int:
         return self._cupti.get_timestamp()
-
-    def push_external_id(self, external_id: int) -> None:
-        self._cupti.activity_push_external_correlation_id(records.EXTERNAL_KIND_CUSTOM0, external_id)
-
-    def pop_external_id(self) -> None:
-        self._cupti.activity_pop_external_correlation_id(records.EXTERNAL_KIND_CUSTOM0)
 
     def synchronize(self) -> None:
         """Wait for queued GPU work so its records exist before the flush."""

@@ -9,8 +9,8 @@ optionally from a worker thread. Records are plain `SimpleNamespace` objects:
 the real record classes must not be built outside CUPTI (12.8's yield garbage).
 
 The simulation is small but honest about ordering: a launch is a RUNTIME API
-call on the calling thread (preceded by an EXTERNAL_CORRELATION record when
-an id is pushed on that thread, as CUPTI does), and the kernel runs on its
+call on the calling thread (named by its OS id, as CUPTI does once asked to),
+and the kernel runs on its
 stream no earlier than the launch ends and the stream's previous work ends.
 """
 
@@ -112,7 +112,6 @@ class FakeCuptiBackend:
         self._pending: list[Any] = []
         self._lock = threading.RLock()
         self._correlation = itertools.count(1)
-        self._external = threading.local()
         self._floor = 0  # host time never goes back, and jumps forward on a blocking call
         self._stream_free: dict[int, int] = {}
         self._marker_ids = itertools.count(1)
@@ -152,15 +151,6 @@ class FakeCuptiBackend:
             now = max(self._clock(), self._floor + 1)
             self._floor = now
             return now
-
-    def push_external_id(self, external_id: int) -> None:
-        self._external_stack().append(external_id)
-
-    def pop_external_id(self) -> None:
-        stack = self._external_stack()
-        if not stack:
-            raise RuntimeError("CUPTI_ERROR_QUEUE_EMPTY: no external correlation id to pop")
-        stack.pop()
 
     def synchronize(self) -> None:
         self.synchronize_calls += 1
@@ -300,12 +290,6 @@ class FakeCuptiBackend:
             self._pending.append(record)
 
     # ---- internals ---------------------------------------------------------
-    def _external_stack(self) -> list[int]:
-        stack = getattr(self._external, "stack", None)
-        if stack is None:
-            stack = self._external.stack = []
-        return stack
-
     def _markers(self) -> list[tuple[int, str | None]]:
         stack = getattr(self._marker_stack, "stack", None)
         if stack is None:
@@ -318,14 +302,6 @@ class FakeCuptiBackend:
 
     def _api_call(self, kind: int, cbid: int) -> tuple[int, int]:
         correlation = next(self._correlation)
-        stack = self._external_stack()
-        if stack and records.EXTERNAL_CORRELATION in self.enabled:
-            self._emit(
-                records.EXTERNAL_CORRELATION,
-                external_kind=records.EXTERNAL_KIND_CUSTOM0,
-                external_id=stack[-1],
-                correlation_id=correlation,
-            )
         start = self.timestamp()
         self._wait_until(start + self.api_overhead_ns)
         end = self.timestamp()

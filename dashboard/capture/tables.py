@@ -4,16 +4,17 @@ Input: one frame per activity kind as `RecordSink.frames()` returns it (columns
 named after the record fields), plus the host-side `ranges`. Output: the
 `kernels`, `memcpy`, `api_calls` and `ranges` tables of `dashboard.schema`.
 
-Attribution: an EXTERNAL_CORRELATION record maps a CUDA API call's
-correlation id to the id of the innermost range open on the calling thread
-(pushed by `RangeRecorder`); the kernel or copy that call launched carries the
-same correlation id, so it inherits that range's layer and pass. A match is
-kept only when the API call started inside the range, which discards ids a
-thread still had pushed after the range ended.
+Attribution: a CUDA API call belongs to the innermost range open on its
+thread when it started (both on CUPTI's clock, threads by OS id); the kernel
+or copy that call launched carries the same correlation id, so it inherits
+that range's layer and pass. No synchronize and no CUPTI external-correlation
+ids: pushing and popping one per range cost the device check's GPT ~8 % of
+its step (issue 32), and CUPTI then writes a record for every API call.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import polars as pl
@@ -152,31 +153,43 @@ def _nvtx_ranges(frame: pl.DataFrame, rank: int, first_id: int) -> pl.DataFrame:
     )
 
 
-def _owners(frames: dict[int, pl.DataFrame], api_calls: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
-    """correlation -> the range its API call ran in: owner id, op, layer, pass."""
+def _owners(api_calls: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+    """correlation -> the innermost range open on the calling thread when its API call started: owner id,
+    op, layer, pass.
+
+    A thread's ranges nest, so those of one depth never overlap: per depth, the last range to start at or
+    before the call (an as-of join by thread) holds it when it has not ended yet; the deepest that holds
+    it is the innermost. API records name threads by OS id, as ranges do (CuptiBackend.use_system_thread_ids).
+    """
     empty = pl.DataFrame(
         schema={"correlation": pl.Int64, "owner": pl.Int64, "op": pl.String, "layer": pl.String, "pass": pl.String}
     )
-    external = frames.get(rec.EXTERNAL_CORRELATION)
-    if external is None or external.is_empty() or ranges.is_empty():
+    host = ranges.filter(pl.col("thread").is_not_null())
+    if api_calls.is_empty() or host.is_empty():
         return empty
-    links = (
-        external.filter(pl.col("external_kind") == rec.EXTERNAL_KIND_CUSTOM0)
-        .select(pl.col("correlation_id").alias("correlation"), pl.col("external_id").alias("owner"))
-        .unique("correlation", keep="last")
-        .join(
-            ranges.select(pl.col("id").alias("owner"), "start_ns", "end_ns", "name", "category", "layer", "pass"),
-            on="owner",
-            how="inner",
-        )
+    calls = (
+        api_calls.filter(pl.col("thread").is_not_null())
+        .select("correlation", pl.col("thread").cast(pl.Int64), pl.col("start_ns").alias("call_ns"))
+        .unique("correlation", keep="first")
+        .sort("call_ns")
     )
-    calls = api_calls.select("correlation", pl.col("start_ns").alias("call_ns")).unique("correlation")
-    links = links.join(calls, on="correlation", how="left")
-    # Without the API record (RUNTIME disabled) the link is trusted as CUPTI gave it.
-    inside = pl.col("call_ns").is_null() | pl.col("call_ns").is_between(pl.col("start_ns"), pl.col("end_ns"))
+    spans = host.select(
+        pl.col("id").alias("owner"), pl.col("thread").cast(pl.Int64), "start_ns", "end_ns", "depth", "name",
+        "category", "layer", "pass",
+    )
+    held = []
+    for depth in sorted(spans.get_column("depth").drop_nulls().unique().to_list()):
+        level = spans.filter(pl.col("depth") == depth).sort("start_ns")
+        with warnings.catch_warnings():  # both sides are sorted by time, hence within each thread too
+            warnings.filterwarnings("ignore", message="Sortedness of columns cannot be checked")
+            matched = calls.join_asof(level, left_on="call_ns", right_on="start_ns", by="thread", strategy="backward")
+        held.append(matched.filter(pl.col("owner").is_not_null() & (pl.col("call_ns") <= pl.col("end_ns"))))
+    if not held:
+        return empty
+    innermost = pl.concat(held).sort("depth").unique("correlation", keep="last")
     # `op`: the mark / step the launch happened in (modules are `layer`, not ops).
     op = pl.when(pl.col("category") != "module").then(pl.col("name")).alias("op")
-    return links.filter(inside).select("correlation", "owner", op, "layer", "pass")
+    return innermost.select("correlation", "owner", op, "layer", "pass")
 
 
 def _kernel_flops(kernels: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
@@ -223,7 +236,7 @@ def build_tables(
         copy_parts.append(_memsets(frames[rec.MEMSET], rank))
     memcpy = pl.concat(copy_parts, how="diagonal_relaxed") if copy_parts else schema.empty("memcpy")
 
-    owners = _owners(frames, api_calls, ranges)
+    owners = _owners(api_calls, ranges)
     attributed = ("op", "layer", "pass", "flops")
     kernels = kernels.drop(attributed, strict=False).join(owners, on="correlation", how="left", maintain_order="left")
     kernels = schema.conform("kernels", kernels.with_columns(_kernel_flops(kernels, ranges)).drop("owner"))

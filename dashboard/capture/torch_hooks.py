@@ -19,9 +19,9 @@ tensor's gradient hook is a pre-hook on its autograd node (cheaper to
 register and to call than a tensor hook), and input shapes are only read
 when FLOPs are on (they key the reused FLOPs).
 
-No torch.cuda.synchronize anywhere: each range's id is pushed as a CUPTI
-external correlation id while it is open, so kernels are attributed to
-layers by CUPTI itself and keep their real GPU times.
+No torch.cuda.synchronize anywhere: a kernel belongs to the range open on
+the thread whose API call launched it (tables._owners), so kernels keep
+their real GPU times.
 
 FLOPs: a FlopCounterMode (`display=False`) runs for the first steps (2 by
 default, see FlopSampler); a range's flops are the counter's growth between
@@ -148,8 +148,11 @@ class _BackwardSpan:
 class LayerHooks:
     """Global torch module hooks feeding a RangeRecorder."""
 
-    def __init__(self, ranges: RangeRecorder, count_flops: bool = True, flop_steps: int | None = 2) -> None:
+    def __init__(self, ranges: RangeRecorder, count_flops: bool = True, flop_steps: int | None = 2,
+                 per_module_backward: bool = True) -> None:
         self.ranges = ranges
+        # False: backward hooks on the outermost module call only (one backward range per model call).
+        self.per_module_backward = per_module_backward
         self.count_flops = count_flops
         self.flop_steps = flop_steps
         self.warnings: list[str] = []
@@ -285,7 +288,7 @@ class LayerHooks:
             else:
                 shapes = ()
                 self.ranges.close(range_id)
-            if grad:
+            if grad and (self.per_module_backward or not calls):
                 self._watch_backward(name, shapes, inputs, output)
             elif not calls and flops is not None:
                 flops.step_done()  # inference: a root forward is a step

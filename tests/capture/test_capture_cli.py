@@ -177,3 +177,13 @@ def test_stacks_are_on_by_default_only_where_sys_monitoring_makes_them_cheap(
     monkeypatch.setattr(command, "CaptureSession", spy)
     command.capture_script(script, data_dir=data_dir, backend=command._fake_backend(), layers=False)
     assert bool(seen["stacks"]) is expected
+
+
+@pytest.mark.parametrize(("option", "expected"), [([], "forward"), (["--layers", "full"], "full"),
+                                                  (["--layers", "off"], False), (["--no-layers"], False)])
+def test_layer_hooks_default_to_their_cheap_form(script: Path, data_dir: Path, option: list[str], expected) -> None:
+    pytest.importorskip("torch")
+    result = _run(["--data", str(data_dir), "--fake-gpu", "--no-stacks", *option, "--", str(script)])
+    assert result.exit_code == 0, result.stderr
+    run = RunStore(data_dir).open(result.stdout.strip().splitlines()[-1])
+    assert run.info.metadata["capture"]["layers"] == expected

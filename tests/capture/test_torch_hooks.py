@@ -241,3 +241,32 @@ def test_one_node_pre_hook_carries_every_action_placed_on_it() -> None:
     assert backward.get_column("name").to_list() == [f"Sequential.{i}" for i in (3, 2, 1, 0)]
     ordered = backward.sort("start_ns")
     assert (ordered.get_column("start_ns").slice(1) >= ordered.get_column("end_ns").slice(0, 3)).all()
+
+
+def test_the_cheap_form_has_every_forward_range_and_one_backward_range_per_model_call() -> None:
+    gpu = FakeCuptiBackend()
+    model = nn.Sequential(nn.Linear(4, 4), Scale(gpu), nn.Linear(4, 2))
+    with CaptureSession("t", backend=gpu, layers="forward") as session:
+        for _ in range(2):
+            model(torch.randn(3, 4)).sum().backward()
+    tables = session.tables()
+    forward = _modules(tables, "forward")
+    assert forward.get_column("name").to_list() == ["Sequential", "Sequential.0", "Sequential.1", "Sequential.2"] * 2
+    backward = _modules(tables, "backward")
+    assert backward.get_column("name").to_list() == ["Sequential"] * 2  # one per model call
+    kernels = dict(tables["kernels"].select("name", "pass").iter_rows())
+    assert kernels == {"scale_fwd_k(float*, int)": "forward", "scale_bwd_k(float*, int)": "backward"}
+    assert set(tables["kernels"].filter(pl.col("pass") == "backward").get_column("layer")) == {"Sequential"}
+    assert session.metadata()["capture"]["layers"] == "forward"
+    flops = backward.get_column("flops").to_list()
+    assert flops[0] == 2 * (2 * 3 * 4 * 2) + 2 * 3 * 4 * 4  # the whole backward: both Linears' weight and input grads
+
+
+def test_layer_modes_by_name() -> None:
+    model = nn.Sequential(nn.Linear(4, 2))
+    for layers, expected in ((None, "forward"), (True, "full"), ("full", "full"), (False, False)):
+        with CaptureSession("t", backend=FakeCuptiBackend(), layers=layers) as session:
+            model(torch.randn(1, 4)).sum().backward()
+        assert session.metadata()["capture"]["layers"] == expected, layers
+    with pytest.raises(ValueError, match="layers='sideways'"):
+        CaptureSession("t", backend=FakeCuptiBackend(), layers="sideways")

@@ -145,13 +145,15 @@ def test_a_cpu_run_ends_in_a_summary_with_every_stage_accounted_for(tmp_path: Pa
     assert step_windows(kineto.frame("ranges")).get_column("step").to_list() == [0, 1, 2]
     checks = {c["name"]: c for c in summary["checks"]}
     assert checks["memory.trace_peak"]["passed"] is None  # no CUDA allocator on a CPU
-    assert summary["passed"] + summary["failed"] + summary["not_judged"] == len(checks) == 28
+    assert summary["passed"] + summary["failed"] + summary["not_judged"] == len(checks) == 29
     # Each feature set's cost, judged against the blocks without capture of the same process (the
     # simulated CUPTI here, so its verdict is not asserted: a CPU's timing says nothing of a GPU's).
     features = [name for name in checks if name.startswith("overhead.")]
-    assert features == ["overhead.kernels", "overhead.layers", "overhead.flops", "overhead.stacks", "overhead.defaults"]
+    assert features == ["overhead.kernels", "overhead.layers", "overhead.layers_full", "overhead.flops",
+                        "overhead.stacks", "overhead.defaults"]
     assert all(checks[name]["value"] is not None for name in features)
-    assert set(summary["step_ms"]["features"]) == {"none", "kernels", "layers", "flops", "stacks", "defaults"}
+    assert set(summary["step_ms"]["features"]) == {"none", "kernels", "layers", "layers_full", "flops", "stacks",
+                                                   "defaults"}
     assert sorted(summary["artifacts"]) == ["kineto.pt.trace.json.gz"]
     assert "gpu check: " in done.stdout.splitlines()[-1]
 

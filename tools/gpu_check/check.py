@@ -50,8 +50,8 @@ ARTIFACT_LIMIT = 16 * 1024 * 1024  # the device tool brings back files up to 16 
 PLAN = (
     ("loop", "the loop without profiler, under a CaptureSession, without again (workload.py --mode plain)", 150),
     ("capture", "the loop under `python -m dashboard.capture` (layers, FLOPs, stacks: the defaults)", 150),
-    ("overhead", "each feature's cost: blocks without capture and per feature set (CUPTI only, + layers, + FLOPs, "
-     "stacks, the command's defaults), interleaved (workload.py --mode overhead)", 120),
+    ("overhead", "each feature's cost: blocks without capture and per feature set (CUPTI only, + layers, + layers "
+     "full, + FLOPs, stacks, the command's defaults), interleaved (workload.py --mode overhead)", 150),
     ("kineto", "the loop under torch.profiler(profile_memory=True) + allocator history and snapshot", 180),
     ("triton", "a Triton matmul compiled for this GPU with MLIR_ENABLE_DUMP=1, checked against torch", 150),
     ("ingest-trace", f"python -m dashboard.app ingest {TRACE}", 120),

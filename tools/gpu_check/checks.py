@@ -75,7 +75,8 @@ def feature_checks(overhead: dict[str, Any], reason: str) -> list[Check]:
     without capture interleaved with it (`reason`: why there is nothing to judge, when the stage failed)."""
     features = overhead.get("features") or {}
     baseline = (features.get("none") or {}).get("steps_s") or []
-    names = [name for name in features if name != "none"] or ["kernels", "layers", "flops", "stacks", "defaults"]
+    names = [name for name in features if name != "none"] or ["kernels", "layers", "layers_full", "flops", "stacks",
+                                                                "defaults"]
     checks = []
     for name in names:
         result = features.get(name) or {}

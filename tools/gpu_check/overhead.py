@@ -4,8 +4,9 @@ short blocks, without capture and under a `CaptureSession` with one feature set 
     times = interleaved(trainer.step, step_range, rounds=8, block_steps=5)
 
 Variants (`VARIANTS`, CaptureSession settings): `kernels` (CUPTI only: kernels, copies, memsets,
-runtime calls), `layers` (+ module hooks: layer and pass ranges), `flops` (layers + FLOPs: FLOPs need
-the layer ranges, so its own cost is flops - layers), `stacks` (CUPTI + Python stacks) and `defaults`
+runtime calls), `layers` (+ module hooks in their default form: forward ranges per module, backward
+per model call), `layers_full` (+ a backward range per module call), `flops` (layers + FLOPs: FLOPs need
+the layer ranges, so their own cost is flops - layers), `stacks` (CUPTI + Python stacks) and `defaults`
 (what `python -m dashboard.capture` enables with no option). Each round runs every variant once, in an
 order rotated by the round, so a drift of clocks or neighbours over the run spreads over all of them
 instead of passing for one feature's cost; a block's first `warm_steps` (the FLOP counter's sampled
@@ -26,8 +27,9 @@ from dashboard.capture.session import CaptureSession
 NO_CAPTURE = "none"
 VARIANTS: dict[str, dict[str, Any]] = {
     "kernels": {"layers": False, "flops": False, "stacks": False},
-    "layers": {"layers": True, "flops": False, "stacks": False},
-    "flops": {"layers": True, "flops": True, "stacks": False},
+    "layers": {"layers": "forward", "flops": False, "stacks": False},
+    "layers_full": {"layers": "full", "flops": False, "stacks": False},
+    "flops": {"layers": "forward", "flops": True, "stacks": False},
     "stacks": {"layers": False, "flops": False, "stacks": True},
     "defaults": command_defaults(),
 }
