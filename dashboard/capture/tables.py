@@ -22,6 +22,7 @@ import polars as pl
 from dashboard import schema
 from dashboard.capture import records as rec
 from dashboard.capture.demangle import demangle_column
+from dashboard.collectors.kineto.passes import step_at
 
 # CUPTI ActivityMemcpyKind -> the canonical short names; unknown ids stay visible. CUPTI defines ids
 # 0-10 only (the Unified ones above are Nsight Systems'), so an 11 from CUPTI stays "kind 11".
@@ -212,6 +213,31 @@ def _kernel_flops(kernels: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
     )
 
 
+def _steps(ranges: pl.DataFrame) -> pl.DataFrame:
+    """The profiler steps (`dashboard.mark(..., category="profiler_step")`): _step_start, _step_end and
+    step, N of a `ProfilerStep#N` name as torch.profiler numbers them, else the step's order."""
+    steps = ranges.filter(pl.col("category") == "profiler_step").sort("start_ns")
+    number = pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64)
+    order = pl.int_range(pl.len(), dtype=pl.Int64)
+    return steps.select(pl.lit(0, pl.Int32).alias("file"), pl.col("start_ns").alias("_step_start"),
+                        pl.col("end_ns").alias("_step_end"), pl.coalesce(number, order).alias("step"))
+
+
+def _step_of(at: pl.Series, steps: pl.DataFrame) -> pl.Series:
+    """The step open at each time (null outside every step), as the Kineto collector assigns them."""
+    points = pl.DataFrame({"file": pl.Series([0] * at.len(), dtype=pl.Int32), "at": at})
+    return step_at(points, steps)
+
+
+def _with_step(events: pl.DataFrame, api_calls: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    if steps.is_empty() or events.is_empty():
+        return events.drop("step", strict=False)
+    calls = api_calls.select("correlation", pl.col("start_ns").alias("_call_ns")).unique("correlation", keep="first")
+    at = events.drop("step", strict=False).join(calls, on="correlation", how="left", maintain_order="left")
+    launched = at.get_column("_call_ns").fill_null(at.get_column("start_ns"))
+    return at.drop("_call_ns").with_columns(_step_of(launched, steps).alias("step"))
+
+
 def build_tables(
     frames: dict[int, pl.DataFrame],
     host_ranges: pl.DataFrame,
@@ -236,12 +262,17 @@ def build_tables(
         copy_parts.append(_memsets(frames[rec.MEMSET], rank))
     memcpy = pl.concat(copy_parts, how="diagonal_relaxed") if copy_parts else schema.empty("memcpy")
 
+    # Steps: a range's is the step open at its start; a kernel's or copy's, the one open when the call
+    # that launched it started (its own start when the call is unknown), as in a Kineto trace.
+    steps = _steps(ranges)
+    ranges = ranges.with_columns(_step_of(ranges.get_column("start_ns"), steps).alias("step"))
     owners = _owners(api_calls, ranges)
     attributed = ("op", "layer", "pass", "flops")
     kernels = kernels.drop(attributed, strict=False).join(owners, on="correlation", how="left", maintain_order="left")
-    kernels = schema.conform("kernels", kernels.with_columns(_kernel_flops(kernels, ranges)).drop("owner"))
+    kernels = schema.conform("kernels", _with_step(kernels.with_columns(_kernel_flops(kernels, ranges)).drop("owner"),
+                                                   api_calls, steps))
     memcpy = memcpy.drop(attributed, strict=False).join(owners, on="correlation", how="left", maintain_order="left")
-    memcpy = schema.conform("memcpy", memcpy.drop("owner"))
+    memcpy = schema.conform("memcpy", _with_step(memcpy.drop("owner"), api_calls, steps))
     return {
         "kernels": kernels.sort("start_ns"),
         "memcpy": memcpy.sort("start_ns"),

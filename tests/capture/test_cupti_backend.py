@@ -3,6 +3,7 @@ session does with the answers: dropped records, runtime functions left out, thre
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from dashboard.capture import records as rec
@@ -74,3 +75,21 @@ def test_host_only_queries_never_reach_the_api_calls_table(filters: bool) -> Non
     assert session.metadata()["capture"]["skipped_apis"]["cudaGetDevice"] == ("cupti" if filters else "tables")
     # Only a CUPTI that filters spares the records themselves (and their Python cost).
     assert session.sink.records == (2 if filters else 8)
+
+
+def test_kernels_copies_and_ranges_get_the_step_their_launch_happened_in() -> None:
+    from dashboard.capture.markers import mark
+
+    gpu = FakeCuptiBackend()
+    with CaptureSession("x", backend=gpu, layers=False) as session:
+        gpu.launch_kernel("_Z6beforev", 100)
+        for number in (7, 8):
+            with mark(f"ProfilerStep#{number}", category="profiler_step"), mark("work"):
+                gpu.launch_kernel("_Z4stepv", 100)
+                gpu.memcpy(64, "HtoD", "Pinned", "Device")
+    tables = session.tables()
+    assert tables["kernels"].get_column("step").to_list() == [None, 7, 8]
+    assert tables["memcpy"].get_column("step").to_list() == [7, 8]
+    steps = dict(tables["ranges"].select("name", "step").filter(pl.col("name") != "work").iter_rows())
+    assert steps == {"ProfilerStep#7": 7, "ProfilerStep#8": 8}
+    assert tables["ranges"].filter(pl.col("name") == "work").get_column("step").to_list() == [7, 8]
