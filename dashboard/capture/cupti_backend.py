@@ -102,7 +102,10 @@ def _load_cupti() -> Any:
         except ImportError as exc:
             missing = getattr(exc, "name", None)
             if missing in ("cupti", "cupti.cupti"):
-                raise CaptureUnavailable("cupti-python is not installed (pip install 'dashboard[cuda]')") from None
+                raise CaptureUnavailable(
+                    "cupti-python is not installed (pip install 'dashboard[cuda]' beside torch cu130, "
+                    "'dashboard[cuda12]' beside torch cu128 / cu129)"
+                ) from None
             raise CaptureUnavailable(f"cupti-python cannot be imported ({exc})") from None
         except Exception as exc:  # a broken install fails in odd ways
             raise CaptureUnavailable(f"cupti-python cannot be imported ({exc})") from None

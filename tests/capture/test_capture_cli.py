@@ -105,7 +105,8 @@ def test_without_cupti_one_line_and_a_non_zero_exit(
     result = _run(["--data", str(data_dir), "--", str(script)])
     assert result.exit_code == 3
     assert result.stderr.splitlines() == [
-        "CUPTI unavailable: cupti-python is not installed (pip install 'dashboard[cuda]')"
+        "CUPTI unavailable: cupti-python is not installed (pip install 'dashboard[cuda]' beside torch cu130, "
+        "'dashboard[cuda12]' beside torch cu128 / cu129)"
     ]
     assert result.stdout == ""
     assert not (data_dir / "runs").exists() or not any((data_dir / "runs").iterdir())
@@ -187,3 +188,18 @@ def test_layer_hooks_default_to_their_cheap_form(script: Path, data_dir: Path, o
     assert result.exit_code == 0, result.stderr
     run = RunStore(data_dir).open(result.stdout.strip().splitlines()[-1])
     assert run.info.metadata["capture"]["layers"] == expected
+
+
+def test_the_cuda_extras_stay_on_the_libcupti_minor_pytorch_pins() -> None:
+    import tomllib
+
+    Requirement = pytest.importorskip("packaging.requirements").Requirement  # noqa: N806 (a class)
+
+    extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"]
+    cuda13, cuda12 = Requirement(extras["cuda"][0]), Requirement(extras["cuda12"][0])
+    assert cuda13.name == cuda12.name == "cupti-python"
+    # Published releases (PyPI, 2026-11): each extra takes exactly the minor its PyTorch wheels ship.
+    releases = ["12.6.0", "12.8.0", "13.0.0", "13.0.1", "13.2.0", "13.3.0", "13.3.1", "13.4.0"]
+    assert [v for v in releases if cuda13.specifier.contains(v)] == ["13.0.1"]
+    assert [v for v in releases if cuda12.specifier.contains(v)] == ["12.8.0"]
