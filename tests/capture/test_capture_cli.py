@@ -193,7 +193,7 @@ def test_layer_hooks_default_to_their_cheap_form(script: Path, data_dir: Path, o
 def test_the_cuda_extras_stay_on_the_libcupti_minor_pytorch_pins() -> None:
     import tomllib
 
-    Requirement = pytest.importorskip("packaging.requirements").Requirement  # noqa: N806 (a class)
+    Requirement = pytest.importorskip("packaging.requirements").Requirement
 
     extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
         "optional-dependencies"]
