@@ -105,7 +105,7 @@ class CaptureSession:
             range per module call and one backward range per model call (its kernels get pass
             "backward" and the model's name), the cheap form; "full" (or True): a backward range
             per module call too, through two autograd hooks per call, which cost a launch-bound
-            step far more (README, "What capture costs"); False: none.
+            step far more (README, "Live capture: installing, options and what they cost"); False: none.
         flops: count FLOPs per layer and pass with torch's FlopCounterMode (with layers).
         flop_steps: steps counted before FLOPs are reused by layer, pass and input shapes
             (the counter costs CPU time per op); None = count every step.
