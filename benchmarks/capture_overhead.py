@@ -1,13 +1,17 @@
-"""Overhead of live capture on a small training loop, as % of the uncaptured step time.
+"""What each live-capture feature adds to a training step, as % of the step without capture.
 
-    python benchmarks/capture_overhead.py [--steps 50] [--repeats 3]
+    python benchmarks/capture_overhead.py                 # the device check's GPT on the GPU, real CUPTI
+    python benchmarks/capture_overhead.py --cpu           # the same on CPU (size tiny), simulated CUPTI
+    python benchmarks/capture_overhead.py --rounds 16 --steps-per-block 4 --size small
 
-Times the same loop (a small MLP-transformer-ish stack, forward + backward +
-AdamW) without capture, then under CaptureSession with growing feature sets:
-kernels only, + layers, + FLOPs, + Python stacks. Each variant's time is the
-median over repeats, wall clock with torch.cuda.synchronize() around the
-loop (never inside it). Needs an NVIDIA GPU, CUDA torch and cupti-python;
-without them it says what is missing and exits 0.
+The loop is tools/gpu_check/model.py's (a GPT in bf16: forward, loss, backward, AdamW, each step
+synchronised), the measurement tools/gpu_check/overhead.py's: blocks of steps without capture and under
+a CaptureSession per feature set (CUPTI only, + layers in their default form, + layers full, + FLOPs,
+Python stacks, the capture command's defaults), interleaved round by round, so drift is shared. Printed
+per set: median step time, and the overhead by median wall time (the device check's verdict), by 10th
+percentile and by process CPU time. On CPU the capture's Python cost is what shows (the simulated CUPTI
+costs little); a launch-bound GPU loop shows the same Python cost plus CUPTI's own. Without a GPU, CUDA
+torch or cupti-python the GPU mode says what is missing and exits 0.
 """
 
 from __future__ import annotations
@@ -16,15 +20,16 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
 
-def _missing() -> str | None:
-    try:
-        import torch
-    except ImportError:
-        return "torch is not installed"
+def _missing_gpu() -> str | None:
+    import torch
+
     if not torch.cuda.is_available():
         return "no CUDA GPU visible to torch"
     from dashboard.capture.cupti_backend import probe
@@ -33,79 +38,55 @@ def _missing() -> str | None:
     return f"CUPTI unavailable: {reason}" if reason else None
 
 
-def _workload(width: int, depth: int) -> Callable[[int], None]:
-    import torch
-
-    nn = torch.nn
-    layers: list[Any] = []
-    for _ in range(depth):
-        layers += [nn.LayerNorm(width), nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width)]
-    model = nn.Sequential(*layers, nn.Linear(width, 10)).cuda()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    batch = torch.randn(256, width, device="cuda")
-
-    def run(steps: int) -> None:
-        for _ in range(steps):
-            loss = model(batch).square().mean()
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-
-    return run
-
-
-def _timed(run: Callable[[int], None], steps: int, session_factory: Callable[[], Any] | None) -> float:
-    import torch
-
-    torch.cuda.synchronize()
-    started = time.perf_counter()
-    if session_factory is None:
-        run(steps)
-        torch.cuda.synchronize()
-    else:
-        with session_factory():
-            run(steps)
-            torch.cuda.synchronize()
-    return time.perf_counter() - started
+def _low(values: list[float]) -> float:
+    return sorted(values)[len(values) // 10]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--width", type=int, default=1024)
-    parser.add_argument("--depth", type=int, default=6)
+    parser.add_argument("--cpu", action="store_true", help="CPU and the simulated CUPTI (no GPU needed)")
+    parser.add_argument("--size", choices=("tiny", "small"), help="model size (default: small on GPU, tiny on CPU)")
+    parser.add_argument("--rounds", type=int, default=16)
+    parser.add_argument("--steps-per-block", type=int, default=4)
     args = parser.parse_args(argv)
 
-    missing = _missing()
-    if missing:
-        print(f"capture_overhead: needs an NVIDIA GPU with CUDA torch and cupti-python ({missing}); nothing measured")
+    try:
+        import torch  # noqa: F401  (the loop needs it)
+    except ImportError:
+        print("capture_overhead: needs torch; nothing measured")
+        return 0
+    if not args.cpu and (missing := _missing_gpu()):
+        print(f"capture_overhead: the GPU mode needs an NVIDIA GPU, CUDA torch and cupti-python ({missing}); "
+              "nothing measured (--cpu measures the capture's Python cost on this CPU)")
         return 0
 
-    from dashboard.capture.session import CaptureSession
+    from dashboard import mark
+    from dashboard.capture.cupti_fake import FakeCuptiBackend
+    from tools.gpu_check.model import SIZES, Trainer
+    from tools.gpu_check.overhead import NO_CAPTURE, VARIANTS, interleaved
 
-    run = _workload(args.width, args.depth)
-    run(5)  # warm-up: cuBLAS handles, allocator, lazy init
+    device = "cpu" if args.cpu else "cuda"
+    size = args.size or ("tiny" if args.cpu else "small")
+    trainer = Trainer(SIZES[size], device)
+    for _ in range(5):
+        trainer.step()
+    started = time.perf_counter()
+    results = interleaved(trainer.step, lambda step: mark(f"ProfilerStep#{step}", category="profiler_step"),
+                          rounds=args.rounds, block_steps=args.steps_per_block,
+                          backend_factory=FakeCuptiBackend if args.cpu else None)
+    took = time.perf_counter() - started
 
-    variants: list[tuple[str, Callable[[], Any] | None]] = [
-        ("no capture", None),
-        ("kernels + copies + API", lambda: CaptureSession("bench", layers=False)),
-        ("+ layers", lambda: CaptureSession("bench", layers=True, flops=False)),
-        ("+ layers + FLOPs", lambda: CaptureSession("bench", layers=True, flops=True)),
-        ("+ layers + FLOPs + stacks", lambda: CaptureSession("bench", layers=True, flops=True, stacks=True)),
-    ]
-    results: dict[str, float] = {}
-    for name, factory in variants:
-        times = [_timed(run, args.steps, factory) for _ in range(args.repeats)]
-        results[name] = statistics.median(times)
-
-    baseline = results["no capture"]
-    print(f"{args.steps} steps, width {args.width}, depth {args.depth}, median of {args.repeats}")
-    print(f"{'variant':<28} {'ms/step':>9} {'overhead':>9}")
-    for name, seconds in results.items():
-        per_step = seconds / args.steps * 1e3
-        overhead = (seconds / baseline - 1.0) * 100.0
-        print(f"{name:<28} {per_step:>9.2f} {overhead:>8.1f}%")
+    base = results[NO_CAPTURE]
+    base_wall, base_low = statistics.median(base["steps_s"]), _low(base["steps_s"])
+    base_cpu = statistics.median(base["cpu_s"])
+    print(f"{device}, size {size}: {args.rounds} rounds x {args.steps_per_block} timed steps a block, {took:.0f} s")
+    print(f"{'feature set':<12} {'ms/step':>9} {'median':>8} {'p10':>8} {'CPU':>8}  settings")
+    for name, result in results.items():
+        wall, low = statistics.median(result["steps_s"]), _low(result["steps_s"])
+        cpu = statistics.median(result["cpu_s"])
+        settings = VARIANTS.get(name, "no capture")
+        print(f"{name:<12} {wall * 1e3:>9.2f} {wall / base_wall - 1:>+8.1%} {low / base_low - 1:>+8.1%} "
+              f"{cpu / base_cpu - 1:>+8.1%}  {settings}")
     return 0
 
 

@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import click
 
@@ -31,6 +32,21 @@ from dashboard.capture.stacks import StackLimits
 
 EXIT_SCRIPT_FAILED = 1
 EXIT_CAPTURE_UNAVAILABLE = 3
+
+
+def stacks_by_default() -> bool:
+    """Python stacks are on by default only where they are cheap: Python 3.12+ (sys.monitoring switches
+    library code off after its first call). On 3.11 every Python call and return goes through
+    sys.setprofile, ~20-30 % of a launch-bound step, so there they are asked for with --stacks."""
+    return sys.version_info >= (3, 12)
+
+
+def command_defaults() -> dict[str, Any]:
+    """The CaptureSession settings `dashboard capture` runs a script with when given no option."""
+    return {"layers": None, "flops": True, "flop_steps": 2, "stacks": stacks_by_default()}
+
+
+LAYER_CHOICES = {"forward": "forward", "full": "full", "off": False}
 
 
 class ScriptFailed(Exception):
@@ -93,8 +109,8 @@ def capture_script(
     data_dir: Path | str = "data",
     backend: CaptureBackend | None = None,
     *,
-    stacks: bool | StackLimits = True,
-    layers: bool | None = None,
+    stacks: bool | StackLimits | None = None,
+    layers: bool | str | None = None,
     flops: bool = True,
     flop_steps: int | None = 2,
     staging: Path | str | None = None,
@@ -106,6 +122,8 @@ def capture_script(
     was written when the script raised or exited non-zero.
     """
     script_path = Path(script)
+    if stacks is None:
+        stacks = stacks_by_default()
     if not script_path.is_file():
         raise FileNotFoundError(f"{script_path}: no such script")
     session = CaptureSession(
@@ -159,8 +177,19 @@ def _fake_backend() -> CaptureBackend:
     type=click.Path(file_okay=False, path_type=Path),
     help="Data folder the run is written to (env DASHBOARD_DATA).",
 )
-@click.option("--stacks/--no-stacks", default=True, show_default=True, help="Record Python call stacks.")
-@click.option("--layers/--no-layers", default=None, help="torch module hooks (default: when torch is installed).")
+@click.option(
+    "--stacks/--no-stacks",
+    default=None,
+    help="Record Python call stacks (default: on with Python 3.12+, where they cost ~nothing; off on 3.11).",
+)
+@click.option(
+    "--layers",
+    type=click.Choice(sorted(LAYER_CHOICES)),
+    default=None,
+    help="torch module hooks: forward = a range per module call forward, one per model call backward (the "
+    "default when torch is installed); full = a backward range per module call too (costs more, see README); off.",
+)
+@click.option("--no-layers", "no_layers", is_flag=True, help="Same as --layers off.")
 @click.option("--flops/--no-flops", default=True, show_default=True, help="Count FLOPs per layer and pass.")
 @click.option(
     "--flop-steps",
@@ -180,8 +209,9 @@ def _fake_backend() -> CaptureBackend:
 def capture_command(
     name: str | None,
     data_dir: Path,
-    stacks: bool,
-    layers: bool | None,
+    stacks: bool | None,
+    layers: str | None,
+    no_layers: bool,
     flops: bool,
     flop_steps: int,
     staging: Path | None,
@@ -198,7 +228,7 @@ def capture_command(
             data_dir=data_dir,
             backend=_fake_backend() if fake_gpu else None,
             stacks=stacks,
-            layers=layers,
+            layers=False if no_layers else (LAYER_CHOICES[layers] if layers is not None else None),
             flops=flops,
             flop_steps=flop_steps or None,
             staging=staging,

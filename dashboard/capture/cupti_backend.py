@@ -1,8 +1,8 @@
 """The thin layer between a capture session and cupti-python.
 
 A backend is the handful of CUPTI calls a session makes: register the buffer
-callbacks, enable / disable activity kinds, flush, read CUPTI's clock and push
-/ pop external correlation ids. `CuptiBackend` makes those calls on the real
+callbacks, enable / disable activity kinds (and single runtime functions), flush,
+read CUPTI's clock and its dropped-record count. `CuptiBackend` makes those calls on the real
 `cupti` module, imported lazily so the rest of the dashboard runs without it;
 `dashboard.capture.cupti_fake.FakeCuptiBackend` makes them on a simulated
 GPU for tests and demos. Both deliver records through the same two callbacks.
@@ -50,10 +50,9 @@ class CaptureBackend(Protocol):
     def disable(self, kind: int) -> None: ...
     def flush_all(self) -> None: ...
     def timestamp(self) -> int: ...
-    def push_external_id(self, external_id: int) -> None: ...
-    def pop_external_id(self) -> None: ...
     def synchronize(self) -> None: ...
-    def dropped_records(self) -> int: ...
+    def dropped_records(self) -> int | None: ...
+    def skip_api(self, kind: int, cbid: int) -> bool: ...
     def api_name(self, kind: int, cbid: int) -> str: ...
 
 
@@ -90,6 +89,8 @@ class _CallbackRouter:
 
 
 _ROUTER = _CallbackRouter()
+# `cupti.ActivityThreadIdType.SYSTEM` (cupti_activity.h): threads named by the OS's id, not pthread_self().
+_SYSTEM_THREAD_IDS = 1
 _IMPORT_LOCK = threading.Lock()
 
 
@@ -101,7 +102,10 @@ def _load_cupti() -> Any:
         except ImportError as exc:
             missing = getattr(exc, "name", None)
             if missing in ("cupti", "cupti.cupti"):
-                raise CaptureUnavailable("cupti-python is not installed (pip install 'dashboard[cuda]')") from None
+                raise CaptureUnavailable(
+                    "cupti-python is not installed (pip install 'dashboard[cuda]' beside torch cu130, "
+                    "'dashboard[cuda12]' beside torch cu128 / cu129)"
+                ) from None
             raise CaptureUnavailable(f"cupti-python cannot be imported ({exc})") from None
         except Exception as exc:  # a broken install fails in odd ways
             raise CaptureUnavailable(f"cupti-python cannot be imported ({exc})") from None
@@ -164,14 +168,26 @@ class CuptiBackend:
     def flush_all(self) -> None:
         self._call("activity_flush_all", self._cupti.activity_flush_all, 1)  # 1 = FLUSH_FORCED
 
+    def skip_api(self, kind: int, cbid: int) -> bool:
+        """Ask CUPTI not to record one runtime / driver function; False when it cannot."""
+        name = "activity_enable_driver_api" if kind == records.DRIVER else "activity_enable_runtime_api"
+        try:
+            getattr(self._cupti, name)(cbid, 0)
+        except Exception:  # an older CUPTI without per-function control: the tables drop them instead
+            return False
+        return True
+
+    def use_system_thread_ids(self) -> bool:
+        """API records name threads by OS id (as `threading.get_native_id()` and the ranges and stack
+        tables do), not by pthread handle; False when this CUPTI cannot."""
+        try:
+            self._cupti.set_thread_id_type(_SYSTEM_THREAD_IDS)
+        except Exception:
+            return False
+        return True
+
     def timestamp(self) -> int:
         return self._cupti.get_timestamp()
-
-    def push_external_id(self, external_id: int) -> None:
-        self._cupti.activity_push_external_correlation_id(records.EXTERNAL_KIND_CUSTOM0, external_id)
-
-    def pop_external_id(self) -> None:
-        self._cupti.activity_pop_external_correlation_id(records.EXTERNAL_KIND_CUSTOM0)
 
     def synchronize(self) -> None:
         """Wait for queued GPU work so its records exist before the flush."""
@@ -188,13 +204,18 @@ class CuptiBackend:
             if int(error) == 0 and int(context or 0):
                 driver.cuCtxSynchronize()
 
-    def dropped_records(self) -> int:
-        """Records CUPTI dropped for lack of buffer space (0 when it cannot tell)."""
+    def dropped_records(self) -> int | None:
+        """Records CUPTI dropped for lack of buffer space since the last call; None when it cannot say.
+
+        `activity_get_num_dropped_records(context, stream_id, dropped)` takes the address of a size_t
+        (cupti-python passes pointers as ints); context 0 asks about the global queue, where CUPTI 12+
+        keeps the records of every kind the capture enables. A failure is not read as "none dropped".
+        """
         dropped = ctypes.c_size_t(0)
         try:
             self._cupti.activity_get_num_dropped_records(0, 0, ctypes.addressof(dropped))
         except Exception:
-            return 0
+            return None
         return int(dropped.value)
 
     def api_name(self, kind: int, cbid: int) -> str:

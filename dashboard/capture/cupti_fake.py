@@ -9,8 +9,8 @@ optionally from a worker thread. Records are plain `SimpleNamespace` objects:
 the real record classes must not be built outside CUPTI (12.8's yield garbage).
 
 The simulation is small but honest about ordering: a launch is a RUNTIME API
-call on the calling thread (preceded by an EXTERNAL_CORRELATION record when
-an id is pushed on that thread, as CUPTI does), and the kernel runs on its
+call on the calling thread (named by its OS id, as CUPTI does once asked to),
+and the kernel runs on its
 stream no earlier than the launch ends and the stream's previous work ends.
 """
 
@@ -29,6 +29,8 @@ from dashboard.capture.cupti_backend import CompletedFn, RequestedFn
 
 # Runtime / driver callback ids used by the simulation (cupti.RuntimeApiTraceCbid
 # / DriverApiTraceCbid values, spec section 2).
+CBID_GET_LAST_ERROR = 10
+CBID_GET_DEVICE = 17
 CBID_MALLOC = 20
 CBID_MEMCPY = 31
 CBID_MEMCPY_ASYNC = 41
@@ -39,6 +41,8 @@ CBID_LAUNCH_KERNEL = 211
 DRIVER_CBID_LAUNCH_KERNEL = 307
 
 _RUNTIME_NAMES = {
+    CBID_GET_LAST_ERROR: "cudaGetLastError",
+    CBID_GET_DEVICE: "cudaGetDevice",
     CBID_MALLOC: "cudaMalloc",
     CBID_MEMCPY: "cudaMemcpy",
     CBID_MEMCPY_ASYNC: "cudaMemcpyAsync",
@@ -87,7 +91,8 @@ class FakeCuptiBackend:
         launch_latency_ns: int = 2_000,
         api_overhead_ns: int = 3_000,
         device_id: int = 0,
-        dropped: int = 0,
+        dropped: int | None = 0,
+        filters_apis: bool = True,
     ) -> None:
         self._clock = clock or time.monotonic_ns
         self.records_per_buffer = records_per_buffer
@@ -95,6 +100,8 @@ class FakeCuptiBackend:
         self.api_overhead_ns = api_overhead_ns
         self.device_id = device_id
         self._dropped = dropped
+        self.filters_apis = filters_apis  # False: a CUPTI without per-function control
+        self.skipped_apis: set[tuple[int, int]] = set()
         self._requested: RequestedFn | None = None
         self._completed: CompletedFn | None = None
         self.enabled: set[int] = set()
@@ -105,7 +112,6 @@ class FakeCuptiBackend:
         self._pending: list[Any] = []
         self._lock = threading.RLock()
         self._correlation = itertools.count(1)
-        self._external = threading.local()
         self._floor = 0  # host time never goes back, and jumps forward on a blocking call
         self._stream_free: dict[int, int] = {}
         self._marker_ids = itertools.count(1)
@@ -146,21 +152,18 @@ class FakeCuptiBackend:
             self._floor = now
             return now
 
-    def push_external_id(self, external_id: int) -> None:
-        self._external_stack().append(external_id)
-
-    def pop_external_id(self) -> None:
-        stack = self._external_stack()
-        if not stack:
-            raise RuntimeError("CUPTI_ERROR_QUEUE_EMPTY: no external correlation id to pop")
-        stack.pop()
-
     def synchronize(self) -> None:
         self.synchronize_calls += 1
         self._wait_until(max(self._stream_free.values(), default=0))
 
-    def dropped_records(self) -> int:
+    def dropped_records(self) -> int | None:
         return self._dropped
+
+    def skip_api(self, kind: int, cbid: int) -> bool:
+        if not self.filters_apis:
+            return False
+        self.skipped_apis.add((kind, cbid))
+        return True
 
     def api_name(self, kind: int, cbid: int) -> str:
         names = _DRIVER_NAMES if kind == records.DRIVER else _RUNTIME_NAMES
@@ -261,6 +264,10 @@ class FakeCuptiBackend:
         )
         return correlation
 
+    def host_query(self, cbid: int = CBID_GET_DEVICE) -> None:
+        """A runtime call that does no GPU work (cudaGetDevice), as PyTorch makes thousands a step."""
+        self._api_call(records.RUNTIME, cbid)
+
     def device_synchronize(self) -> None:
         """cudaDeviceSynchronize: an API call that returns once every stream is idle."""
         start = self.timestamp()
@@ -283,12 +290,6 @@ class FakeCuptiBackend:
             self._pending.append(record)
 
     # ---- internals ---------------------------------------------------------
-    def _external_stack(self) -> list[int]:
-        stack = getattr(self._external, "stack", None)
-        if stack is None:
-            stack = self._external.stack = []
-        return stack
-
     def _markers(self) -> list[tuple[int, str | None]]:
         stack = getattr(self._marker_stack, "stack", None)
         if stack is None:
@@ -301,14 +302,6 @@ class FakeCuptiBackend:
 
     def _api_call(self, kind: int, cbid: int) -> tuple[int, int]:
         correlation = next(self._correlation)
-        stack = self._external_stack()
-        if stack and records.EXTERNAL_CORRELATION in self.enabled:
-            self._emit(
-                records.EXTERNAL_CORRELATION,
-                external_kind=records.EXTERNAL_KIND_CUSTOM0,
-                external_id=stack[-1],
-                correlation_id=correlation,
-            )
         start = self.timestamp()
         self._wait_until(start + self.api_overhead_ns)
         end = self.timestamp()
@@ -316,6 +309,8 @@ class FakeCuptiBackend:
         return correlation, end
 
     def _emit_api(self, kind: int, cbid: int, correlation: int, start: int, end: int) -> None:
+        if (kind, cbid) in self.skipped_apis:
+            return
         self._emit(
             kind,
             cbid=cbid,

@@ -1,17 +1,13 @@
 """Host-side ranges (modules, passes, user marks) on CUPTI's clock.
 
-Every range gets an id that is also pushed as a CUPTI external correlation id
-while the range is open on its thread, so each CUDA API call made inside it
-(and the kernel / copy it launched, which shares the call's correlation id)
-can be attributed to the innermost open range, exactly, without timing
-guesses and without a synchronize per layer.
-
-CUPTI's external-id stack is per thread, and autograd may close a backward
-range from another thread than the one that opened it. So each thread keeps
-the stack it *should* have; a thread's real CUPTI stack is brought in line
-(pop the stale ids, push the missing ones) whenever that thread opens or
-closes a range. A stale id left on a thread can only mislabel work launched
-after its range ended, and attribution drops such matches by time.
+Each range records the thread that opened it (OS id) and its start and end on
+CUPTI's clock; `tables._owners` gives a CUDA API call (CUPTI names its thread
+by OS id too) to the innermost range open on its thread when it started, so
+kernels and copies are attributed to layers and marks exactly, with no
+synchronize and no CUPTI call per range (issue 32 measured external-correlation
+ids at ~8 % of a launch-bound step). A range may be closed from another thread
+(autograd ends a backward range where the gradient is ready): it keeps its
+owner, and the owner's stack stays consistent under one lock.
 """
 
 from __future__ import annotations
@@ -54,9 +50,8 @@ class OpenRange:
 
 @dataclass(slots=True)
 class _ThreadStacks:
+    thread: int  # native thread id
     wanted: list[OpenRange] = field(default_factory=list)  # open ranges, outermost first
-    pushed: list[int] = field(default_factory=list)  # ids on this thread's CUPTI stack
-    dirty: bool = False  # another thread changed `wanted`: the next sync compares all
 
 
 def _default_pass(name: str, parent: OpenRange | None) -> str:
@@ -69,21 +64,14 @@ def _default_pass(name: str, parent: OpenRange | None) -> str:
 class RangeRecorder:
     """Open / close nested ranges per thread; finished ranges become the `ranges` table."""
 
-    def __init__(
-        self,
-        clock: Callable[[], int],
-        push: Callable[[int], None] | None = None,
-        pop: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, clock: Callable[[], int]) -> None:
         self.clock = clock
-        self._push = push
-        self._pop = pop
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._local = threading.local()  # this thread's _ThreadStacks, found without a lookup
         self._threads: dict[int, _ThreadStacks] = {}
-        self._open: dict[int, tuple[int, OpenRange]] = {}  # id -> (owner thread, range)
+        self._open: dict[int, tuple[_ThreadStacks, OpenRange]] = {}  # id -> (owner's stacks, range)
         self._rows: list[tuple] = []
-        self.correlation_errors = 0
 
     # ---- recording -------------------------------------------------------
     def open(
@@ -103,56 +91,65 @@ class RangeRecorder:
         its children (they started first only because of hook order; the new
         range starts with the earliest of them).
         """
-        thread = threading.get_native_id()
+        # Called twice per module call by the layer hooks: keep this path short.
+        stacks = self._here()
         with self._lock:
-            stacks = self._threads.setdefault(thread, _ThreadStacks())
-            position = max(0, len(stacks.wanted) - max(0, under))
-            parent = stacks.wanted[position - 1] if position else None
-            above = stacks.wanted[position:]
+            wanted = stacks.wanted
+            position = max(0, len(wanted) - under) if under > 0 else len(wanted)
+            parent = wanted[position - 1] if position else None
             opened = OpenRange(
                 id=next(self._ids),
                 name=name,
                 category=category,
                 start_ns=0,
-                thread=thread,
+                thread=stacks.thread,
                 depth=position,
-                parent=parent.id if parent else None,
+                parent=parent.id if parent is not None else None,
                 pass_=pass_ if pass_ is not None else _default_pass(name, parent),
-                layer=layer if layer is not None else (parent.layer if parent else None),
+                layer=layer if layer is not None else (parent.layer if parent is not None else None),
             )
-            for child in above:
-                child.depth += 1
+            above = wanted[position:]
             if above:
+                for child in above:
+                    child.depth += 1
                 above[0].parent = opened.id
-            stacks.wanted.insert(position, opened)
-            self._open[opened.id] = (thread, opened)
-            self._sync_cupti(stacks)
-        # Stamp after the push so the range covers the calls it attributes.
+                wanted.insert(position, opened)
+            else:
+                wanted.append(opened)
+            self._open[opened.id] = (stacks, opened)
         now = self.clock()
         opened.start_ns = min(now, *(child.start_ns for child in above)) if above else now
         return opened.id
 
     def open_stack(self) -> list[OpenRange]:
         """The ranges open on the calling thread, outermost first (a copy)."""
+        stacks = self._here()
         with self._lock:
-            stacks = self._threads.get(threading.get_native_id())
-            return list(stacks.wanted) if stacks else []
+            return list(stacks.wanted)
+
+    def _here(self) -> _ThreadStacks:
+        """The calling thread's stacks (made on its first range)."""
+        stacks: _ThreadStacks | None = getattr(self._local, "stacks", None)
+        if stacks is None:
+            thread = threading.get_native_id()
+            with self._lock:
+                stacks = self._threads.setdefault(thread, _ThreadStacks(thread))
+            self._local.stacks = stacks
+        return stacks
 
     def close(self, range_id: int, flops: float | None = None) -> bool:
         """Close a range (from any thread); False when it is not open."""
         end = self.clock()
-        me = threading.get_native_id()
         with self._lock:
             entry = self._open.pop(range_id, None)
             if entry is None:
                 return False
-            owner, opened = entry
-            stacks = self._threads[owner]
-            stacks.wanted.remove(opened)
-            if owner == me:
-                self._sync_cupti(stacks)
+            stacks, opened = entry
+            wanted = stacks.wanted
+            if wanted and wanted[-1] is opened:
+                wanted.pop()
             else:
-                stacks.dirty = True
+                wanted.remove(opened)
             self._rows.append(
                 (
                     opened.id,
@@ -178,59 +175,9 @@ class RangeRecorder:
         # Innermost first, so parents end no earlier than their children.
         for range_id in sorted(ids, reverse=True):
             self.close(range_id)
-        with self._lock:
-            stacks = self._threads.get(threading.get_native_id())
-            if stacks is not None:
-                self._sync_cupti(stacks)
         return len(ids)
 
     def frame(self) -> pl.DataFrame:
         with self._lock:
             rows = list(self._rows)
         return pl.DataFrame(rows, schema=_RANGE_COLUMNS, orient="row")
-
-    # ---- CUPTI's external-id stack ----------------------------------------
-    def _sync_cupti(self, stacks: _ThreadStacks) -> None:
-        if self._push is None or self._pop is None:
-            return
-        try:
-            if not stacks.dirty and self._sync_one_step(stacks):
-                return
-            stacks.dirty = False
-            self._sync_all(stacks)
-        except Exception:
-            # Attribution degrades (kernels lose their layer); the capture goes on.
-            self.correlation_errors += 1
-
-    def _sync_one_step(self, stacks: _ThreadStacks) -> bool:
-        """The common cases, one CUPTI call each: a range opened on top, or the top one closed.
-
-        Valid because `pushed` mirrored `wanted` before this one change (ids are unique,
-        so comparing the element next to the change is enough)."""
-        pushed, wanted = stacks.pushed, stacks.wanted
-        assert self._push is not None and self._pop is not None
-        if len(wanted) == len(pushed) + 1 and (not pushed or pushed[-1] == wanted[-2].id):
-            self._push(wanted[-1].id)
-            pushed.append(wanted[-1].id)
-            return True
-        if len(pushed) == len(wanted) + 1 and (not wanted or wanted[-1].id == pushed[-2]):
-            self._pop()
-            pushed.pop()
-            return True
-        return False
-
-    def _sync_all(self, stacks: _ThreadStacks) -> None:
-        """Pop the ids that differ from the wanted stack, push the missing ones."""
-        assert self._push is not None and self._pop is not None
-        wanted = [opened.id for opened in stacks.wanted]
-        keep = 0
-        for have, want in zip(stacks.pushed, wanted, strict=False):
-            if have != want:
-                break
-            keep += 1
-        while len(stacks.pushed) > keep:
-            self._pop()
-            stacks.pushed.pop()
-        for range_id in wanted[keep:]:
-            self._push(range_id)
-            stacks.pushed.append(range_id)

@@ -41,6 +41,14 @@ KIND_NAMES: dict[int, str] = {
     EXTERNAL_CORRELATION: "EXTERNAL_CORRELATION",
 }
 
+# Runtime calls left out of the capture (`cupti.runtime_api_trace_cbid` values, fixed by
+# cupti_runtime_cbid.h): host-side queries that launch, copy and wait for nothing, yet make ~90% of a
+# PyTorch loop's runtime calls (5,200 cudaGetDevice a step on the device check's GPT). PyTorch's
+# profiler drops the same three from its traces; the capture asks CUPTI not to record them at all
+# (`activity_enable_runtime_api(cbid, 0)`), which also spares their external-correlation records and
+# their Python cost in the buffer callback, and drops any that still arrive when building the tables.
+SKIPPED_RUNTIME_APIS: dict[int, str] = {10: "cudaGetLastError", 16: "cudaSetDevice", 17: "cudaGetDevice"}
+
 # `cupti.ExternalCorrelationKind.CUSTOM0`: the id kind the layer hooks push.
 EXTERNAL_KIND_CUSTOM0 = 3
 # CUpti_ActivityFlag bits of a MARKER record; the Python enum lacks MARKER_END.

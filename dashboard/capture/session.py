@@ -50,7 +50,7 @@ __all__ = [
 # Kinds every capture needs; a failure to enable one of them aborts the start.
 REQUIRED_KINDS = (rec.CONCURRENT_KERNEL, rec.MEMCPY, rec.MEMSET, rec.RUNTIME)
 # Kinds that add detail; a failure to enable one is a warning.
-OPTIONAL_KINDS = (rec.EXTERNAL_CORRELATION, rec.MARKER, rec.MEMCPY2)
+OPTIONAL_KINDS = (rec.MARKER, rec.MEMCPY2)
 DEFAULT_KINDS = REQUIRED_KINDS + OPTIONAL_KINDS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -90,7 +90,7 @@ class CaptureSession:
         backend: CaptureBackend | None = None,
         rank: int | None = None,
         driver_api: bool = False,
-        layers: bool | None = None,
+        layers: bool | str | None = None,
         flops: bool = True,
         flop_steps: int | None = 2,
         stacks: bool | StackLimits = False,
@@ -101,13 +101,19 @@ class CaptureSession:
         backend: the CUPTI backend; default the real one (`CuptiBackend`).
         rank: this process's rank; default from RANK / SLURM_PROCID / LOCAL_RANK, else 0.
         driver_api: also record CUDA driver API calls (DRIVER kind).
-        layers: torch module hooks (forward / backward ranges); None = when torch is importable.
+        layers: torch module hooks. "forward" (None's choice when torch is importable): a forward
+            range per module call and one backward range per model call (its kernels get pass
+            "backward" and the model's name), the cheap form; "full" (or True): a backward range
+            per module call too, through two autograd hooks per call, which cost a launch-bound
+            step far more (README, "Live capture: installing, options and what they cost"); False: none.
         flops: count FLOPs per layer and pass with torch's FlopCounterMode (with layers).
         flop_steps: steps counted before FLOPs are reused by layer, pass and input shapes
             (the counter costs CPU time per op); None = count every step.
         stacks: record Python call stacks (True, or StackLimits for custom bounds).
         staging: write this rank's partial into this folder instead of a run (DDP).
         """
+        if layers not in (False, None, True, "forward", "full"):
+            raise ValueError(f"layers={layers!r}: use 'forward', 'full', True (= 'full'), False or None")
         self.name = name
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self.staging = Path(staging) if staging is not None else None
@@ -134,6 +140,8 @@ class CaptureSession:
         self.torch_hooks: Any = None
         self.warnings: list[str] = []
         self.enabled_kinds: list[int] = []
+        self.skipped_apis: dict[str, str] = {}  # runtime function -> who leaves it out ("cupti" / "tables")
+        self.dropped: int | None = 0
         self.started_ns: int | None = None
         self.stopped_ns: int | None = None
         self.run_id: str | None = None
@@ -189,13 +197,20 @@ class CaptureSession:
                 backend.disable(kind)
             backend.unregister_callbacks()
             raise
-        use_ids = rec.EXTERNAL_CORRELATION in self.enabled_kinds
-        self.ranges = RangeRecorder(
-            backend.timestamp,
-            push=backend.push_external_id if use_ids else None,
-            pop=backend.pop_external_id if use_ids else None,
-        )
+        self._skip_noisy_apis(backend)
+        self.ranges = RangeRecorder(backend.timestamp)
         self.started_ns = backend.timestamp()
+
+    def _skip_noisy_apis(self, backend: CaptureBackend) -> None:
+        """Threads by OS id, and no records of the runtime's host-only queries (records.SKIPPED_RUNTIME_APIS)."""
+        use_system_ids = getattr(backend, "use_system_thread_ids", None)
+        if use_system_ids is not None:
+            use_system_ids()
+        if rec.RUNTIME not in self.enabled_kinds:
+            return
+        skip = getattr(backend, "skip_api", None)
+        for cbid, name in rec.SKIPPED_RUNTIME_APIS.items():
+            self.skipped_apis[name] = "cupti" if skip is not None and skip(rec.RUNTIME, cbid) else "tables"
 
     def _start_host_recorders(self) -> None:
         assert self.backend is not None and self.ranges is not None
@@ -204,14 +219,16 @@ class CaptureSession:
 
             reason = torch_hooks.unavailable_reason()
             if reason is None:
-                hooks = torch_hooks.LayerHooks(self.ranges, count_flops=self.flops, flop_steps=self.flop_steps)
+                per_module_backward = self.layers in (True, "full")
+                hooks = torch_hooks.LayerHooks(self.ranges, count_flops=self.flops, flop_steps=self.flop_steps,
+                                               per_module_backward=per_module_backward)
                 try:
                     hooks.install()
                     self.torch_hooks = hooks
                 except Exception as exc:  # a torch without these hooks: capture goes on without layers
                     hooks.uninstall()
                     self.warnings.append(f"layers not recorded: {exc}")
-            elif self.layers is True:
+            elif self.layers is not None:
                 self.warnings.append(f"layers not recorded: {reason}")
         if self.stack_limits is not None:
             self.stacks = StackRecorder(self.backend.timestamp, self.stack_limits)
@@ -239,13 +256,11 @@ class CaptureSession:
             backend.synchronize()
             backend.flush_all()
             dropped = backend.dropped_records()
-            if dropped:
+            self.dropped = dropped
+            if dropped is None:
+                self.warnings.append("CUPTI could not say whether it dropped records: totals may be low")
+            elif dropped:
                 self.warnings.append(f"CUPTI dropped {dropped} records (buffers full); totals are low")
-            if self.ranges.correlation_errors:
-                self.warnings.append(
-                    f"{self.ranges.correlation_errors} external-correlation push/pop failures: "
-                    "some kernels have no layer"
-                )
         finally:
             for kind in self.enabled_kinds:
                 backend.disable(kind)
@@ -309,7 +324,10 @@ class CaptureSession:
                 "records": self.sink.records,
                 "buffers": self.sink.buffers_completed,
                 "ignored_kinds": {str(k): n for k, n in self.sink.ignored_kinds.items()},
-                "layers": self.torch_hooks is not None,
+                "skipped_apis": dict(self.skipped_apis),
+                "dropped_records": self.dropped,
+                "layers": (("full" if self.torch_hooks.per_module_backward else "forward")
+                           if self.torch_hooks is not None else False),
                 "flops": bool(self.torch_hooks is not None and self.torch_hooks.counting_flops),
                 "stacks": getattr(self.stacks, "mechanism", None),
             }

@@ -4,16 +4,17 @@ Input: one frame per activity kind as `RecordSink.frames()` returns it (columns
 named after the record fields), plus the host-side `ranges`. Output: the
 `kernels`, `memcpy`, `api_calls` and `ranges` tables of `dashboard.schema`.
 
-Attribution: an EXTERNAL_CORRELATION record maps a CUDA API call's
-correlation id to the id of the innermost range open on the calling thread
-(pushed by `RangeRecorder`); the kernel or copy that call launched carries the
-same correlation id, so it inherits that range's layer and pass. A match is
-kept only when the API call started inside the range, which discards ids a
-thread still had pushed after the range ended.
+Attribution: a CUDA API call belongs to the innermost range open on its
+thread when it started (both on CUPTI's clock, threads by OS id); the kernel
+or copy that call launched carries the same correlation id, so it inherits
+that range's layer and pass. No synchronize and no CUPTI external-correlation
+ids: pushing and popping one per range cost the device check's GPT ~8 % of
+its step (issue 32), and CUPTI then writes a record for every API call.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import polars as pl
@@ -21,6 +22,7 @@ import polars as pl
 from dashboard import schema
 from dashboard.capture import records as rec
 from dashboard.capture.demangle import demangle_column
+from dashboard.collectors.kineto.passes import step_at
 
 # CUPTI ActivityMemcpyKind -> the canonical short names; unknown ids stay visible. CUPTI defines ids
 # 0-10 only (the Unified ones above are Nsight Systems'), so an 11 from CUPTI stays "kind 11".
@@ -112,6 +114,8 @@ def _api_calls(frames: dict[int, pl.DataFrame], rank: int, api_name: ApiNameFn) 
         if frame is None or frame.is_empty():
             continue
         frame = _timed(frame)
+        if kind == rec.RUNTIME:  # those CUPTI recorded all the same (it may not filter per function)
+            frame = frame.filter(~pl.col("cbid").is_in(list(rec.SKIPPED_RUNTIME_APIS)))
         names = {cbid: api_name(kind, cbid) for cbid in frame["cbid"].drop_nulls().unique().to_list()}
         parts.append(
             frame.select(
@@ -150,31 +154,43 @@ def _nvtx_ranges(frame: pl.DataFrame, rank: int, first_id: int) -> pl.DataFrame:
     )
 
 
-def _owners(frames: dict[int, pl.DataFrame], api_calls: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
-    """correlation -> the range its API call ran in: owner id, op, layer, pass."""
+def _owners(api_calls: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+    """correlation -> the innermost range open on the calling thread when its API call started: owner id,
+    op, layer, pass.
+
+    A thread's ranges nest, so those of one depth never overlap: per depth, the last range to start at or
+    before the call (an as-of join by thread) holds it when it has not ended yet; the deepest that holds
+    it is the innermost. API records name threads by OS id, as ranges do (CuptiBackend.use_system_thread_ids).
+    """
     empty = pl.DataFrame(
         schema={"correlation": pl.Int64, "owner": pl.Int64, "op": pl.String, "layer": pl.String, "pass": pl.String}
     )
-    external = frames.get(rec.EXTERNAL_CORRELATION)
-    if external is None or external.is_empty() or ranges.is_empty():
+    host = ranges.filter(pl.col("thread").is_not_null())
+    if api_calls.is_empty() or host.is_empty():
         return empty
-    links = (
-        external.filter(pl.col("external_kind") == rec.EXTERNAL_KIND_CUSTOM0)
-        .select(pl.col("correlation_id").alias("correlation"), pl.col("external_id").alias("owner"))
-        .unique("correlation", keep="last")
-        .join(
-            ranges.select(pl.col("id").alias("owner"), "start_ns", "end_ns", "name", "category", "layer", "pass"),
-            on="owner",
-            how="inner",
-        )
+    calls = (
+        api_calls.filter(pl.col("thread").is_not_null())
+        .select("correlation", pl.col("thread").cast(pl.Int64), pl.col("start_ns").alias("call_ns"))
+        .unique("correlation", keep="first")
+        .sort("call_ns")
     )
-    calls = api_calls.select("correlation", pl.col("start_ns").alias("call_ns")).unique("correlation")
-    links = links.join(calls, on="correlation", how="left")
-    # Without the API record (RUNTIME disabled) the link is trusted as CUPTI gave it.
-    inside = pl.col("call_ns").is_null() | pl.col("call_ns").is_between(pl.col("start_ns"), pl.col("end_ns"))
+    spans = host.select(
+        pl.col("id").alias("owner"), pl.col("thread").cast(pl.Int64), "start_ns", "end_ns", "depth", "name",
+        "category", "layer", "pass",
+    )
+    held = []
+    for depth in sorted(spans.get_column("depth").drop_nulls().unique().to_list()):
+        level = spans.filter(pl.col("depth") == depth).sort("start_ns")
+        with warnings.catch_warnings():  # both sides are sorted by time, hence within each thread too
+            warnings.filterwarnings("ignore", message="Sortedness of columns cannot be checked")
+            matched = calls.join_asof(level, left_on="call_ns", right_on="start_ns", by="thread", strategy="backward")
+        held.append(matched.filter(pl.col("owner").is_not_null() & (pl.col("call_ns") <= pl.col("end_ns"))))
+    if not held:
+        return empty
+    innermost = pl.concat(held).sort("depth").unique("correlation", keep="last")
     # `op`: the mark / step the launch happened in (modules are `layer`, not ops).
     op = pl.when(pl.col("category") != "module").then(pl.col("name")).alias("op")
-    return links.filter(inside).select("correlation", "owner", op, "layer", "pass")
+    return innermost.select("correlation", "owner", op, "layer", "pass")
 
 
 def _kernel_flops(kernels: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
@@ -195,6 +211,31 @@ def _kernel_flops(kernels: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
         .select(pl.when(total > 0).then(pl.col("own") * duration / total).alias("flops"))
         .to_series()
     )
+
+
+def _steps(ranges: pl.DataFrame) -> pl.DataFrame:
+    """The profiler steps (`dashboard.mark(..., category="profiler_step")`): _step_start, _step_end and
+    step, N of a `ProfilerStep#N` name as torch.profiler numbers them, else the step's order."""
+    steps = ranges.filter(pl.col("category") == "profiler_step").sort("start_ns")
+    number = pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64)
+    order = pl.int_range(pl.len(), dtype=pl.Int64)
+    return steps.select(pl.lit(0, pl.Int32).alias("file"), pl.col("start_ns").alias("_step_start"),
+                        pl.col("end_ns").alias("_step_end"), pl.coalesce(number, order).alias("step"))
+
+
+def _step_of(at: pl.Series, steps: pl.DataFrame) -> pl.Series:
+    """The step open at each time (null outside every step), as the Kineto collector assigns them."""
+    points = pl.DataFrame({"file": pl.Series([0] * at.len(), dtype=pl.Int32), "at": at})
+    return step_at(points, steps)
+
+
+def _with_step(events: pl.DataFrame, api_calls: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    if steps.is_empty() or events.is_empty():
+        return events.drop("step", strict=False)
+    calls = api_calls.select("correlation", pl.col("start_ns").alias("_call_ns")).unique("correlation", keep="first")
+    at = events.drop("step", strict=False).join(calls, on="correlation", how="left", maintain_order="left")
+    launched = at.get_column("_call_ns").fill_null(at.get_column("start_ns"))
+    return at.drop("_call_ns").with_columns(_step_of(launched, steps).alias("step"))
 
 
 def build_tables(
@@ -221,12 +262,17 @@ def build_tables(
         copy_parts.append(_memsets(frames[rec.MEMSET], rank))
     memcpy = pl.concat(copy_parts, how="diagonal_relaxed") if copy_parts else schema.empty("memcpy")
 
-    owners = _owners(frames, api_calls, ranges)
+    # Steps: a range's is the step open at its start; a kernel's or copy's, the one open when the call
+    # that launched it started (its own start when the call is unknown), as in a Kineto trace.
+    steps = _steps(ranges)
+    ranges = ranges.with_columns(_step_of(ranges.get_column("start_ns"), steps).alias("step"))
+    owners = _owners(api_calls, ranges)
     attributed = ("op", "layer", "pass", "flops")
     kernels = kernels.drop(attributed, strict=False).join(owners, on="correlation", how="left", maintain_order="left")
-    kernels = schema.conform("kernels", kernels.with_columns(_kernel_flops(kernels, ranges)).drop("owner"))
+    kernels = schema.conform("kernels", _with_step(kernels.with_columns(_kernel_flops(kernels, ranges)).drop("owner"),
+                                                   api_calls, steps))
     memcpy = memcpy.drop(attributed, strict=False).join(owners, on="correlation", how="left", maintain_order="left")
-    memcpy = schema.conform("memcpy", memcpy.drop("owner"))
+    memcpy = schema.conform("memcpy", _with_step(memcpy.drop("owner"), api_calls, steps))
     return {
         "kernels": kernels.sort("start_ns"),
         "memcpy": memcpy.sort("start_ns"),

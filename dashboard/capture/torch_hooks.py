@@ -11,9 +11,17 @@ tensors, so in-place modules (ReLU(inplace=True)) keep working, and a module
 whose inputs need no grad (the first layer) stays open until its graph task
 ends instead of closing before its weight gradients are computed.
 
-No torch.cuda.synchronize anywhere: each range's id is pushed as a CUPTI
-external correlation id while it is open, so kernels are attributed to
-layers by CUPTI itself and keep their real GPU times.
+Cost: these hooks run for every module call of a launch-bound loop, where
+each microsecond of Python shows in the step time, so the per-call path is
+kept short: tensors are picked out of flat argument tuples without pytree
+(which costs ~15 µs a call; nested arguments still go through it), a single
+tensor's gradient hook is a pre-hook on its autograd node (cheaper to
+register and to call than a tensor hook), and input shapes are only read
+when FLOPs are on (they key the reused FLOPs).
+
+No torch.cuda.synchronize anywhere: a kernel belongs to the range open on
+the thread whose API call launched it (tables._owners), so kernels keep
+their real GPU times.
 
 FLOPs: a FlopCounterMode (`display=False`) runs for the first steps (2 by
 default, see FlopSampler); a range's flops are the counter's growth between
@@ -36,8 +44,15 @@ import weakref
 from collections import Counter
 from typing import Any
 
+from dashboard.capture.flop_sampler import FlopSampler
 from dashboard.capture.optimizer_hooks import OptimizerHooks
 from dashboard.capture.ranges import RangeRecorder
+
+__all__ = ["FlopSampler", "LayerHooks", "unavailable_reason"]
+
+# What a module call's arguments hold besides tensors, in the common case; any other value (a list, a
+# dict, a dataclass, a model output) sends the call through pytree, which finds tensors anywhere.
+_LEAVES = (int, float, bool, str, type(None))
 
 _REQUIRED_HOOKS = (
     "register_module_forward_pre_hook",
@@ -86,14 +101,37 @@ class _ModuleNames:
         return name
 
 
-def _when_all_grads(tensors: list[Any], hook: Any, register_multi_grad_hook: Any) -> None:
-    """Call `hook(None)` once the gradients of all `tensors` are computed."""
-    if len(tensors) == 1:
-        # The usual single tensor: a plain tensor hook is several times cheaper
-        # than torch's multi-grad machinery. It returns None: the grad is untouched.
-        tensors[0].register_hook(lambda grad: hook(None))
+# Where a node keeps the actions of our one pre-hook on it (autograd nodes carry a `metadata` dict).
+_NODE_ACTIONS = "dashboard.capture.actions"
+
+
+def _run_all(actions: list[Any]) -> None:
+    for action in actions:
+        action()
+
+
+def _when_all_grads(tensors: list[Any], action: Any, register_multi_grad_hook: Any) -> None:
+    """Call `action()` once the gradients of all `tensors` are computed."""
+    if len(tensors) != 1:
+        register_multi_grad_hook(tensors, lambda grads: action())
+        return
+    # The usual single tensor: a pre-hook on the node that consumes its gradient fires when that
+    # gradient is complete, as a tensor hook does, for a third of the cost. One module's input is
+    # usually the previous one's output, so one node gets several actions (that one's start, this
+    # one's end, a parent's end): they share one pre-hook and run in the order they were added, as
+    # tensor hooks would. A leaf (no node) or an older torch gets a tensor hook. The grads are untouched.
+    tensor = tensors[0]
+    node = tensor.grad_fn
+    metadata = getattr(node, "metadata", None) if node is not None else None
+    if metadata is None or not hasattr(node, "register_prehook"):
+        tensor.register_hook(lambda grad: action())
+        return
+    actions = metadata.get(_NODE_ACTIONS)
+    if actions is None:
+        actions = metadata[_NODE_ACTIONS] = [action]
+        node.register_prehook(lambda grads: _run_all(actions))
     else:
-        register_multi_grad_hook(tensors, hook)
+        actions.append(action)
 
 
 class _BackwardSpan:
@@ -107,92 +145,14 @@ class _BackwardSpan:
         self.closed = False
 
 
-class FlopSampler:
-    """FlopCounterMode for the first `steps` steps, then each (layer, pass, input
-    shapes) reuses the FLOPs measured for it; a combination never measured gets
-    null. A step ends with each backward call (or each no-grad root forward).
-
-    Counting routes every op through a Python dispatch mode (tens of us per op),
-    so stopping after a few steps keeps the rest of the capture undisturbed.
-    `steps=None` counts every step.
-    """
-
-    def __init__(self, steps: int | None = 2) -> None:
-        self.steps = steps
-        self.steps_seen = 0
-        self.warnings: list[str] = []
-        self._counter: Any = None
-        self._thread: int | None = None
-        self._cache: dict[tuple, float | None] = {}
-
-    @property
-    def counting(self) -> bool:
-        return self._counter is not None
-
-    def start(self) -> None:
-        from torch.utils.flop_counter import FlopCounterMode
-
-        counter = FlopCounterMode(display=False)
-        counter.__enter__()
-        self._counter, self._thread = counter, threading.get_ident()
-
-    def snapshot(self) -> int | None:
-        """The running total, when this thread's ops are being counted."""
-        counter = self._counter
-        if counter is None:
-            return None
-        try:
-            from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
-
-            if counter.mode not in _get_current_dispatch_mode_stack():
-                return None
-        except Exception:
-            pass
-        return counter.get_total_flops()
-
-    def flops(self, start: int | None, key: tuple) -> float | None:
-        """FLOPs since `start` (measured and remembered), else the remembered ones for `key`."""
-        now = self.snapshot() if start is not None else None
-        if now is None:
-            return self._cache.get(key)
-        value = float(now - start) if now > start else None  # no counted op: unknown, not 0
-        self._cache[key] = value
-        return value
-
-    def step_done(self) -> None:
-        self.steps_seen += 1
-
-    def maybe_stop(self) -> None:
-        """Leave the dispatch mode once enough steps were counted (only where it was entered, only if on top)."""
-        if self._counter is None or self.steps is None or self.steps_seen < self.steps:
-            return
-        if threading.get_ident() != self._thread:
-            return
-        try:
-            from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
-
-            stack = _get_current_dispatch_mode_stack()
-            if not stack or stack[-1] is not self._counter.mode:
-                return  # another mode entered after ours: popping now would pop that one
-        except Exception:
-            return
-        self.stop()
-
-    def stop(self) -> None:
-        counter, self._counter = self._counter, None
-        if counter is None:
-            return
-        try:
-            counter.__exit__(None, None, None)
-        except Exception as exc:  # entered on another thread, or already gone
-            self.warnings.append(f"FLOP counter did not close cleanly: {exc}")
-
-
 class LayerHooks:
     """Global torch module hooks feeding a RangeRecorder."""
 
-    def __init__(self, ranges: RangeRecorder, count_flops: bool = True, flop_steps: int | None = 2) -> None:
+    def __init__(self, ranges: RangeRecorder, count_flops: bool = True, flop_steps: int | None = 2,
+                 per_module_backward: bool = True) -> None:
         self.ranges = ranges
+        # False: backward hooks on the outermost module call only (one backward range per model call).
+        self.per_module_backward = per_module_backward
         self.count_flops = count_flops
         self.flop_steps = flop_steps
         self.warnings: list[str] = []
@@ -206,6 +166,7 @@ class LayerHooks:
         self._lock = threading.Lock()
         self._active = False
         self._torch: Any = None
+        self._multi_grad_hook: Any = None
         self._optimizer = OptimizerHooks(ranges)  # the optimizer pass (torch_optimizer_hooks)
 
     @property
@@ -216,9 +177,11 @@ class LayerHooks:
     # ---- lifecycle ---------------------------------------------------------
     def install(self) -> None:
         import torch
+        from torch.autograd.graph import register_multi_grad_hook
         from torch.nn.modules import module as nn_module
 
         self._torch = torch
+        self._multi_grad_hook = register_multi_grad_hook
         self._handles = [
             nn_module.register_module_forward_pre_hook(self._forward_pre),
             nn_module.register_module_forward_hook(self._forward_post, with_kwargs=True, always_call=True),
@@ -246,17 +209,12 @@ class LayerHooks:
             self.warnings.append(f"{self.errors} layer hook errors (those layers may lack ranges)")
 
     # ---- helpers -------------------------------------------------------------
-    def _calls(self) -> list[tuple[Any, int, int | None]]:
-        calls = getattr(self._local, "calls", None)
-        if calls is None:
+    def _calls(self) -> list[tuple[Any, int, int | None, str]]:
+        try:
+            return self._local.calls
+        except AttributeError:
             calls = self._local.calls = []
-        return calls
-
-    def _snapshot(self) -> int | None:
-        return self._flops.snapshot() if self._flops is not None else None
-
-    def _measured(self, start: int | None, key: tuple) -> float | None:
-        return self._flops.flops(start, key) if self._flops is not None else None
+            return calls
 
     def _tensors(self, tree: Any) -> list[Any]:
         from torch.utils._pytree import tree_flatten
@@ -264,17 +222,42 @@ class LayerHooks:
         tensor_type = self._torch.Tensor
         return [t for t in tree_flatten(tree)[0] if isinstance(t, tensor_type)]
 
+    def _flat_tensors(self, values: Any) -> list[Any] | None:
+        """The tensors among `values`, or None when one of them is a container (pytree's job)."""
+        tensor_type = self._torch.Tensor
+        found = []
+        for value in values:
+            if isinstance(value, tensor_type):
+                found.append(value)
+            elif not isinstance(value, _LEAVES):
+                return None
+        return found
+
+    def _inputs(self, args: tuple, kwargs: dict) -> list[Any]:
+        found = self._flat_tensors(args)
+        if found is not None and kwargs:
+            more = self._flat_tensors(kwargs.values())
+            found = None if more is None else found + more
+        return found if found is not None else self._tensors((args, kwargs))
+
+    def _outputs(self, output: Any) -> list[Any]:
+        if isinstance(output, self._torch.Tensor):
+            return [output]
+        found = self._flat_tensors(output) if type(output) in (tuple, list) else None
+        return found if found is not None else self._tensors(output)
+
     # ---- forward -------------------------------------------------------------
     def _forward_pre(self, module: Any, args: Any) -> None:
         if not self._active:
             return None
         try:
             calls = self._calls()
-            if not calls and self._flops is not None:
-                self._flops.maybe_stop()  # between steps, on the thread that entered it
+            flops = self._flops
+            if not calls and flops is not None:
+                flops.maybe_stop()  # between steps, on the thread that entered it
             name = self._names.name_of(module, calls[-1][0] if calls else None)
             range_id = self.ranges.open(name, "module", "forward", layer=name)
-            calls.append((module, range_id, self._snapshot()))
+            calls.append((module, range_id, flops.snapshot() if flops is not None else None, name))
         except Exception:
             self.errors += 1
         return None
@@ -284,42 +267,52 @@ class LayerHooks:
             return None
         try:
             calls = self._calls()
-            for index in range(len(calls) - 1, -1, -1):
-                if calls[index][0] is module:
-                    break
-            else:
+            if calls and calls[-1][0] is module:
+                _module, range_id, flops_start, name = calls.pop()
+            else:  # a call whose pre hook ran before the capture began, or one that raised
+                for index in range(len(calls) - 2, -1, -1):
+                    if calls[index][0] is module:
+                        break
+                else:
+                    return None
+                _module, range_id, flops_start, name = calls.pop(index)
+            flops = self._flops
+            grad = self._torch.is_grad_enabled()
+            if flops is None and not grad:
+                self.ranges.close(range_id)
                 return None
-            _module, range_id, flops_start = calls.pop(index)
-            name = self._names.name_of(module, None)
-            inputs = self._tensors((args, kwargs))
-            shapes = tuple(tuple(t.shape) for t in inputs)
-            self.ranges.close(range_id, flops=self._measured(flops_start, (name, "forward", shapes)))
-            if self._torch.is_grad_enabled():
+            inputs = self._inputs(args, kwargs)
+            if flops is not None:
+                shapes = tuple(t.shape for t in inputs)
+                self.ranges.close(range_id, flops=flops.flops(flops_start, (name, "forward", shapes)))
+            else:
+                shapes = ()
+                self.ranges.close(range_id)
+            if grad and (self.per_module_backward or not calls):
                 self._watch_backward(name, shapes, inputs, output)
-            elif not calls and self._flops is not None:
-                self._flops.step_done()  # inference: a root forward is a step
+            elif not calls and flops is not None:
+                flops.step_done()  # inference: a root forward is a step
         except Exception:
             self.errors += 1
         return None
 
     # ---- backward ------------------------------------------------------------
     def _watch_backward(self, name: str, shapes: tuple, inputs: list[Any], output: Any) -> None:
-        outputs = [t for t in self._tensors(output) if t.requires_grad]
+        outputs = [t for t in self._outputs(output) if t.requires_grad]
         if not outputs:
             return
         inputs_needing_grad = [t for t in inputs if t.requires_grad]
-        if all(any(out is given for given in inputs_needing_grad) for out in outputs):
+        if inputs_needing_grad and all(any(out is given for given in inputs_needing_grad) for out in outputs):
             # Pass-through or in-place (Identity, ReLU(inplace=True)): its output
             # *is* its input, so both hooks would sit on the tensor the previous
             # module hooks too and fire in the wrong order; its backward, if
             # any, is counted in its neighbour's / parent's range instead.
             return
-        from torch.autograd.graph import register_multi_grad_hook
-
         span = _BackwardSpan(name, (name, "backward", shapes))
-        _when_all_grads(outputs, functools.partial(self._backward_start, span), register_multi_grad_hook)
+        _when_all_grads(outputs, functools.partial(self._backward_start, span, None), self._multi_grad_hook)
         if inputs_needing_grad:
-            _when_all_grads(inputs_needing_grad, functools.partial(self._backward_end, span), register_multi_grad_hook)
+            _when_all_grads(inputs_needing_grad, functools.partial(self._backward_end, span, None),
+                            self._multi_grad_hook)
 
     def _backward_start(self, span: _BackwardSpan, grads: Any) -> None:
         if not self._active or span.range_id is not None:
@@ -327,7 +320,7 @@ class LayerHooks:
         try:
             under = self._settle_open_backward(span.name)
             span.range_id = self.ranges.open(span.name, "module", "backward", layer=span.name, under=under)
-            span.flops_at_start = self._snapshot()
+            span.flops_at_start = self._flops.snapshot() if self._flops is not None else None
             with self._lock:
                 self._open_spans[span.range_id] = span
             self._end_with_graph_task(span)
@@ -369,7 +362,8 @@ class LayerHooks:
         with self._lock:
             self._open_spans.pop(span.range_id, None)
         try:
-            self.ranges.close(span.range_id, flops=self._measured(span.flops_at_start, span.key))
+            flops = self._flops.flops(span.flops_at_start, span.key) if self._flops is not None else None
+            self.ranges.close(span.range_id, flops=flops)
         except Exception:
             self.errors += 1
 

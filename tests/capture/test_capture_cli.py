@@ -55,7 +55,8 @@ def _run(args: list[str]):
 
 
 def test_capture_writes_a_run_and_prints_its_id(script: Path, data_dir: Path) -> None:
-    result = _run(["--data", str(data_dir), "--name", "cli", "--fake-gpu", "--no-layers", "--", str(script), "-x", "1"])
+    result = _run(["--data", str(data_dir), "--name", "cli", "--fake-gpu", "--no-layers", "--stacks", "--",
+                   str(script), "-x", "1"])
     assert result.exit_code == 0, result.stderr
     assert "argv: ['-x', '1']" in result.stdout  # the script's own output, its own argv
     run_id = result.stdout.strip().splitlines()[-1]
@@ -104,7 +105,8 @@ def test_without_cupti_one_line_and_a_non_zero_exit(
     result = _run(["--data", str(data_dir), "--", str(script)])
     assert result.exit_code == 3
     assert result.stderr.splitlines() == [
-        "CUPTI unavailable: cupti-python is not installed (pip install 'dashboard[cuda]')"
+        "CUPTI unavailable: cupti-python is not installed (pip install 'dashboard[cuda]' beside torch cu130, "
+        "'dashboard[cuda12]' beside torch cu128 / cu129)"
     ]
     assert result.stdout == ""
     assert not (data_dir / "runs").exists() or not any((data_dir / "runs").iterdir())
@@ -154,3 +156,50 @@ def test_ranks_staged_then_merged(script: Path, tmp_path: Path) -> None:
 def test_usage_names_the_script_separator() -> None:
     result = CliRunner().invoke(capture_command, ["--help"])
     assert "Usage: capture [--name N] [--data DIR] [OPTIONS] -- SCRIPT.py [ARGS]..." in result.stdout
+
+
+@pytest.mark.parametrize(("version", "expected"), [((3, 11, 9), False), ((3, 12, 3), True), ((3, 13, 0), True)])
+def test_stacks_are_on_by_default_only_where_sys_monitoring_makes_them_cheap(
+    monkeypatch: pytest.MonkeyPatch, script: Path, data_dir: Path, version: tuple, expected: bool
+) -> None:
+    from dashboard.capture import command
+
+    with monkeypatch.context() as patched:
+        patched.setattr(command.sys, "version_info", version)
+        assert command.stacks_by_default() is expected
+    monkeypatch.setattr(command, "stacks_by_default", lambda: expected)
+    seen: dict = {}
+    real = command.CaptureSession
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(command, "CaptureSession", spy)
+    command.capture_script(script, data_dir=data_dir, backend=command._fake_backend(), layers=False)
+    assert bool(seen["stacks"]) is expected
+
+
+@pytest.mark.parametrize(("option", "expected"), [([], "forward"), (["--layers", "full"], "full"),
+                                                  (["--layers", "off"], False), (["--no-layers"], False)])
+def test_layer_hooks_default_to_their_cheap_form(script: Path, data_dir: Path, option: list[str], expected) -> None:
+    pytest.importorskip("torch")
+    result = _run(["--data", str(data_dir), "--fake-gpu", "--no-stacks", *option, "--", str(script)])
+    assert result.exit_code == 0, result.stderr
+    run = RunStore(data_dir).open(result.stdout.strip().splitlines()[-1])
+    assert run.info.metadata["capture"]["layers"] == expected
+
+
+def test_the_cuda_extras_stay_on_the_libcupti_minor_pytorch_pins() -> None:
+    import tomllib
+
+    Requirement = pytest.importorskip("packaging.requirements").Requirement
+
+    extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"]
+    cuda13, cuda12 = Requirement(extras["cuda"][0]), Requirement(extras["cuda12"][0])
+    assert cuda13.name == cuda12.name == "cupti-python"
+    # Published releases (PyPI, 2026-11): each extra takes exactly the minor its PyTorch wheels ship.
+    releases = ["12.6.0", "12.8.0", "13.0.0", "13.0.1", "13.2.0", "13.3.0", "13.3.1", "13.4.0"]
+    assert [v for v in releases if cuda13.specifier.contains(v)] == ["13.0.1"]
+    assert [v for v in releases if cuda12.specifier.contains(v)] == ["12.8.0"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 import types
@@ -264,10 +265,11 @@ class _StubCupti:
 
     DriverApiTraceCbid = RuntimeApiTraceCbid
 
-    def __init__(self, fail_enable: int | None = None, driver_error: str | None = None) -> None:
+    def __init__(self, fail_enable: int | None = None, driver_error: str | None = None, dropped: int = 0) -> None:
         self.calls: list[tuple] = []
         self.fail_enable = fail_enable
         self.driver_error = driver_error
+        self.dropped = dropped
 
     def get_timestamp(self) -> int:
         if self.driver_error:
@@ -291,6 +293,13 @@ class _StubCupti:
 
     def activity_get_num_dropped_records(self, context: int, stream: int, address: int) -> None:
         self.calls.append(("dropped", context, stream))
+        ctypes.c_size_t.from_address(address).value = self.dropped  # as CUPTI writes its size_t*
+
+    def activity_enable_runtime_api(self, cbid: int, enable: int) -> None:
+        self.calls.append(("runtime_api", cbid, enable))
+
+    def set_thread_id_type(self, kind: int) -> None:
+        self.calls.append(("thread_ids", kind))
 
     def activity_push_external_correlation_id(self, kind: int, ident: int) -> None:
         self.calls.append(("push", kind, ident))
@@ -318,9 +327,10 @@ def test_real_backend_registers_one_callback_pair_for_all_sessions(monkeypatch: 
     registrations = [c for c in stub.calls if c[0] == "register"]
     assert len(registrations) == 1  # the original code's double registration lost records
     enabled = [c[1] for c in stub.calls if c[0] == "enable"]
-    assert {rec.CONCURRENT_KERNEL, rec.MEMCPY, rec.MEMSET, rec.RUNTIME, rec.EXTERNAL_CORRELATION} <= set(enabled)
+    assert {rec.CONCURRENT_KERNEL, rec.MEMCPY, rec.MEMSET, rec.RUNTIME} <= set(enabled)
+    assert rec.EXTERNAL_CORRELATION not in enabled  # attribution is by thread and time (issue 32)
     assert ("flush", 1) in stub.calls  # FLUSH_FORCED
-    assert ("push", rec.EXTERNAL_KIND_CUSTOM0, 1) in stub.calls and ("pop", rec.EXTERNAL_KIND_CUSTOM0) in stub.calls
+    assert not [c for c in stub.calls if c[0] in ("push", "pop")]  # no CUPTI call per range
     # The one registered pair forwards to whichever session is current.
     _name, requested, completed = registrations[0]
     with CaptureSession("third", layers=False) as third:
@@ -442,29 +452,46 @@ def test_mark_outside_a_session_is_a_no_op() -> None:
     assert twice(3) == 6
 
 
-def test_the_cupti_id_stack_mirrors_the_open_ranges_of_each_thread() -> None:
+def test_ranges_nest_per_thread_and_a_range_opened_beneath_takes_the_open_ones_as_children() -> None:
     from dashboard.capture.ranges import RangeRecorder
 
-    cupti_stack: list[int] = []
-    ranges = RangeRecorder(VirtualClock(), push=cupti_stack.append, pop=cupti_stack.pop)
+    ranges = RangeRecorder(VirtualClock())
     a = ranges.open("a", "marker")
     b = ranges.open("b", "module", "backward", layer="b")
-    assert cupti_stack == [a, b]
     parent = ranges.open("parent", "module", "backward", layer="p", under=1)  # goes beneath b
-    assert cupti_stack == [a, parent, b]
     opened = {r.id: r for r in ranges.open_stack()}
+    assert [r.id for r in ranges.open_stack()] == [a, parent, b]
     assert (opened[parent].depth, opened[b].depth, opened[b].parent) == (1, 2, parent)
     assert opened[parent].start_ns <= opened[b].start_ns
-    ranges.close(parent)  # not the innermost: the stack is rebuilt
-    assert cupti_stack == [a, b]
+    assert ranges.close(parent)  # not the innermost
     worker = threading.Thread(target=ranges.close, args=(a,))  # closed from another thread
     worker.start()
     worker.join()
-    assert cupti_stack == [a, b]  # only this thread can fix its own CUPTI stack ...
+    assert [r.id for r in ranges.open_stack()] == [b]
     c = ranges.open("c", "marker")
-    assert cupti_stack == [b, c]  # ... and does at its next open / close
     assert ranges.close_all() == 2
-    assert cupti_stack == []
-    assert ranges.correlation_errors == 0
+    assert ranges.open_stack() == [] and not ranges.close(c)
     frame = ranges.frame()
     assert frame.height == 4 and frame.filter(pl.col("name") == "c").row(0, named=True)["pass"] == "backward"
+    assert frame.get_column("thread").unique().to_list() == [threading.get_native_id()]  # the owner's, always
+
+
+def test_a_call_belongs_to_the_innermost_range_of_its_own_thread() -> None:
+    gpu = FakeCuptiBackend()
+    with _session(gpu) as session:
+        assert session.ranges is not None
+        outer = session.ranges.open("outer", "marker")
+
+        def elsewhere() -> None:  # another thread's work inside outer's time is not outer's
+            gpu.launch_kernel("other_thread", 100)
+
+        worker = threading.Thread(target=elsewhere)
+        worker.start()
+        worker.join()
+        inner = session.ranges.open("inner", "marker")
+        gpu.launch_kernel("in_inner", 100)
+        session.ranges.close(inner)
+        gpu.launch_kernel("in_outer", 100)
+        session.ranges.close(outer)
+    ops = dict(session.tables()["kernels"].select("name", "op").iter_rows())
+    assert ops == {"other_thread": None, "in_inner": "inner", "in_outer": "outer"}

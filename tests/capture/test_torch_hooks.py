@@ -196,3 +196,77 @@ def test_optimizer_steps_are_ranges_of_the_optimizer_pass_and_own_their_kernels(
         "Optimizer.step#LaunchingSGD.step"}
     assert len(global_hooks) == before  # the global hooks leave with the session
     assert session.torch_hooks.errors == 0
+
+
+def test_tensors_inside_nested_arguments_and_outputs_still_get_backward_ranges() -> None:
+    class Pair(nn.Module):  # takes a list and a keyword dict, returns a dict: pytree's path, not the flat one
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+        def forward(self, xs, *, extra):
+            return {"out": self.a(xs[0]) + self.b(extra["y"])}
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first, self.pair = nn.Linear(4, 4), Pair()
+
+        def forward(self, x):
+            h = self.first(x)
+            return self.pair([h], extra={"y": h * 2})["out"]
+
+    model = Net()
+    session, tables = _capture(model, torch.randn(3, 4))
+    backward = _modules(tables, "backward")
+    assert {"Net", "Net.first", "Net.pair", "Net.pair.a", "Net.pair.b"} <= set(backward.get_column("name"))
+    pair = backward.filter(pl.col("name") == "Net.pair").row(0, named=True)
+    first = backward.filter(pl.col("name") == "Net.first").row(0, named=True)
+    assert pair["end_ns"] <= first["start_ns"]  # the pair's inputs (first's output) end it before first starts
+    assert session.torch_hooks.errors == 0
+
+
+def test_one_node_pre_hook_carries_every_action_placed_on_it() -> None:
+    # Linear i's input is linear i-1's output: its end and i-1's start share one autograd node.
+    model = nn.Sequential(*(nn.Linear(4, 4) for _ in range(4)))
+    x = torch.randn(2, 4, requires_grad=True)
+    with CaptureSession("t", backend=FakeCuptiBackend(), layers=True, flops=False) as session:
+        out = model(x)
+        # The node producing layer 2's output (layer 3's input).
+        hooked = next(n for n, _ in out.grad_fn.next_functions if n is not None and "Addmm" in n.name())
+        actions = hooked.metadata["dashboard.capture.actions"]
+        assert len(actions) == 2  # layer 2's start, then layer 3's end: one Python call from autograd
+        out.sum().backward()
+    backward = _modules(session.tables(), "backward").filter(pl.col("name") != "Sequential")
+    assert backward.get_column("name").to_list() == [f"Sequential.{i}" for i in (3, 2, 1, 0)]
+    ordered = backward.sort("start_ns")
+    assert (ordered.get_column("start_ns").slice(1) >= ordered.get_column("end_ns").slice(0, 3)).all()
+
+
+def test_the_cheap_form_has_every_forward_range_and_one_backward_range_per_model_call() -> None:
+    gpu = FakeCuptiBackend()
+    model = nn.Sequential(nn.Linear(4, 4), Scale(gpu), nn.Linear(4, 2))
+    with CaptureSession("t", backend=gpu, layers="forward") as session:
+        for _ in range(2):
+            model(torch.randn(3, 4)).sum().backward()
+    tables = session.tables()
+    forward = _modules(tables, "forward")
+    assert forward.get_column("name").to_list() == ["Sequential", "Sequential.0", "Sequential.1", "Sequential.2"] * 2
+    backward = _modules(tables, "backward")
+    assert backward.get_column("name").to_list() == ["Sequential"] * 2  # one per model call
+    kernels = dict(tables["kernels"].select("name", "pass").iter_rows())
+    assert kernels == {"scale_fwd_k(float*, int)": "forward", "scale_bwd_k(float*, int)": "backward"}
+    assert set(tables["kernels"].filter(pl.col("pass") == "backward").get_column("layer")) == {"Sequential"}
+    assert session.metadata()["capture"]["layers"] == "forward"
+    flops = backward.get_column("flops").to_list()
+    assert flops[0] == 2 * (2 * 3 * 4 * 2) + 2 * 3 * 4 * 4  # the whole backward: both Linears' weight and input grads
+
+
+def test_layer_modes_by_name() -> None:
+    model = nn.Sequential(nn.Linear(4, 2))
+    for layers, expected in ((None, "forward"), (True, "full"), ("full", "full"), (False, False)):
+        with CaptureSession("t", backend=FakeCuptiBackend(), layers=layers) as session:
+            model(torch.randn(1, 4)).sum().backward()
+        assert session.metadata()["capture"]["layers"] == expected, layers
+    with pytest.raises(ValueError, match="layers='sideways'"):
+        CaptureSession("t", backend=FakeCuptiBackend(), layers="sideways")

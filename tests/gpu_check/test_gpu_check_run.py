@@ -32,8 +32,8 @@ def test_dry_run_lists_the_stages_and_the_carried_size() -> None:
     lines = done.stdout.splitlines()
     stages = [line.split(":")[0].split(". ")[1] for line in lines if line[:2].strip().isdigit()]
     assert stages == ["install the carried wheels this Python lacks (tools/gpu_check/wheels/) into /tmp/gpu-check/"
-                      "site-packages", "loop", "capture", "kineto", "triton", "ingest-trace", "ingest-snapshot",
-                      "ingest-dump", "compare", "artifacts"]
+                      "site-packages", "loop", "capture", "overhead", "kineto", "triton", "ingest-trace",
+                      "ingest-snapshot", "ingest-dump", "compare", "artifacts"]
     assert lines[-1].startswith("carried: tree ") and lines[-1].endswith("(limit 60 MiB)")
 
 
@@ -123,12 +123,13 @@ def _summary(out: Path) -> dict:
 def test_a_cpu_run_ends_in_a_summary_with_every_stage_accounted_for(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "out"
-    done = _check(out, "--device", "cpu", "--size", "tiny", "--steps", "3", "--warmup", "1")
+    done = _check(out, "--device", "cpu", "--size", "tiny", "--steps", "3", "--warmup", "1", "--overhead-rounds", "1",
+                  "--steps-per-block", "1")
     summary = _summary(out)
     assert done.returncode == 1, done.stdout[-3000:]  # not ok: nothing could be compared on a CPU
     stages = {s["name"]: s for s in summary["stages"]}
-    assert list(stages) == ["loop", "capture", "kineto", "triton", "ingest-trace", "ingest-snapshot", "ingest-dump",
-                            "compare", "artifacts"]
+    assert list(stages) == ["loop", "capture", "overhead", "kineto", "triton", "ingest-trace", "ingest-snapshot",
+                            "ingest-dump", "compare", "artifacts"]
     assert stages["kineto"]["ok"] and stages["ingest-trace"]["ok"] and stages["compare"]["ok"]
     assert all(s["seconds"] >= 0 for s in stages.values())
     if summary["runs"].get("session") is None:  # no CUPTI here: said in one line, not a crash
@@ -144,7 +145,15 @@ def test_a_cpu_run_ends_in_a_summary_with_every_stage_accounted_for(tmp_path: Pa
     assert step_windows(kineto.frame("ranges")).get_column("step").to_list() == [0, 1, 2]
     checks = {c["name"]: c for c in summary["checks"]}
     assert checks["memory.trace_peak"]["passed"] is None  # no CUDA allocator on a CPU
-    assert summary["passed"] + summary["failed"] + summary["not_judged"] == len(checks) == 23
+    assert summary["passed"] + summary["failed"] + summary["not_judged"] == len(checks) == 29
+    # Each feature set's cost, judged against the blocks without capture of the same process (the
+    # simulated CUPTI here, so its verdict is not asserted: a CPU's timing says nothing of a GPU's).
+    features = [name for name in checks if name.startswith("overhead.")]
+    assert features == ["overhead.kernels", "overhead.layers", "overhead.layers_full", "overhead.flops",
+                        "overhead.stacks", "overhead.defaults"]
+    assert all(checks[name]["value"] is not None for name in features)
+    assert set(summary["step_ms"]["features"]) == {"none", "kernels", "layers", "layers_full", "flops", "stacks",
+                                                   "defaults"}
     assert sorted(summary["artifacts"]) == ["kineto.pt.trace.json.gz"]
     assert "gpu check: " in done.stdout.splitlines()[-1]
 

@@ -19,6 +19,7 @@ from tools.gpu_check.checks import (
     SNAPSHOT_PEAK_BOUND,
     count_dump_headers,
     cuda_peak,
+    feature_checks,
     overhead_check,
     peak_check,
     triton_checks,
@@ -123,7 +124,9 @@ def test_verdicts_of_a_check_whose_capture_failed(tmp_path: Path) -> None:
                  "triton": "skipped: no CUDA device"})
     checks = {c.name: c for c in verdicts(evidence)}
     assert list(checks)[:2] == ["capture.steps", "capture.kernel_names_per_step"]
-    assert len(checks) == 2 * 8 + 2 + 2 + 3
+    assert len(checks) == 2 * 8 + 2 + 6 + 2 + 3
+    # The overhead stage never ran: each feature set's check says so instead of passing or failing.
+    assert checks["overhead.defaults"].passed is None and checks["overhead.layers_full"].detail == "not produced"
     assert checks["session.kernel_count"].detail == "no session run (loop: CUPTI unavailable: no driver)"
     assert checks["capture.steps"].detail == "no capture run (not produced)"
     assert checks["session.overhead"].passed is None
@@ -131,3 +134,28 @@ def test_verdicts_of_a_check_whose_capture_failed(tmp_path: Path) -> None:
     assert checks["memory.snapshot_peak"].passed is False  # the demo's peak is far from the 2 B reported
     assert checks["triton.target"].detail == "triton: skipped: no CUDA device"
     assert all(c.bound for c in checks.values())
+
+
+def test_each_feature_set_is_judged_against_the_blocks_without_capture_interleaved_with_it() -> None:
+    steps = [0.010, 0.011, 0.010, 0.012, 0.010, 0.030]  # one slow phase: the median shrugs it off
+    overhead = {
+        "features": {
+            "none": {"steps_s": steps, "cpu_s": steps, "first_s": [0.02] * 2},
+            "layers": {"steps_s": [t * 1.03 for t in steps], "cpu_s": [t * 1.02 for t in steps], "first_s": [0.02] * 2},
+            "layers_full": {"steps_s": [t * 1.2 for t in steps], "cpu_s": [t * 1.2 for t in steps]},
+            "stacks": {"steps_s": []},
+        },
+        "settings": {"layers": {"layers": "forward"}},
+        "rounds": 1,
+    }
+    checks = {c.name: c for c in feature_checks(overhead, "unused")}
+    assert list(checks) == ["overhead.layers", "overhead.layers_full", "overhead.stacks"]
+    assert checks["overhead.layers"].passed is True and checks["overhead.layers"].value == pytest.approx(0.03)
+    assert "10th percentile +3.0%" in checks["overhead.layers"].detail
+    assert "process CPU time +2.0%" in checks["overhead.layers"].detail
+    assert "settings {'layers': 'forward'}" in checks["overhead.layers"].detail
+    assert checks["overhead.layers_full"].passed is False
+    assert checks["overhead.stacks"].passed is None  # no steps: not judged, never passed
+    stage_failed = feature_checks({}, "overhead: timed out after 150 s")
+    assert [c.passed for c in stage_failed] == [None] * 6
+    assert {c.detail for c in stage_failed} == {"overhead: timed out after 150 s"}

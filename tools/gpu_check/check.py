@@ -50,6 +50,8 @@ ARTIFACT_LIMIT = 16 * 1024 * 1024  # the device tool brings back files up to 16 
 PLAN = (
     ("loop", "the loop without profiler, under a CaptureSession, without again (workload.py --mode plain)", 150),
     ("capture", "the loop under `python -m dashboard.capture` (layers, FLOPs, stacks: the defaults)", 150),
+    ("overhead", "each feature's cost: blocks without capture and per feature set (CUPTI only, + layers, + layers "
+     "full, + FLOPs, stacks, the command's defaults), interleaved (workload.py --mode overhead)", 150),
     ("kineto", "the loop under torch.profiler(profile_memory=True) + allocator history and snapshot", 180),
     ("triton", "a Triton matmul compiled for this GPU with MLIR_ENABLE_DUMP=1, checked against torch", 150),
     ("ingest-trace", f"python -m dashboard.app ingest {TRACE}", 120),
@@ -89,6 +91,8 @@ class DeviceCheck:
         run = self.stages.run
         run("loop", self.loop)
         run("capture", self.capture)
+        run("overhead", lambda: self.workload("overhead", "--rounds", str(self.args.overhead_rounds),
+                                              "--steps-per-block", str(self.args.steps_per_block)))
         run("kineto", self.kineto)
         run("triton", self.triton if cuda else self._no_gpu("a Triton compile for this GPU"))
         run("ingest-trace", lambda: self.ingest("kineto", self.out / TRACE, BUDGET["ingest-trace"]))
@@ -225,12 +229,15 @@ class DeviceCheck:
         }
 
     def _step_ms(self) -> dict[str, float | None]:
-        """Median step times (ms): no profiler, CaptureSession, the capture command, torch.profiler."""
+        """Median step times (ms): no profiler, CaptureSession, the capture command, torch.profiler, and
+        per feature set of the overhead stage (`none` is its own baseline, timed between them)."""
         get = self.results.get
+        features = get("overhead", {}).get("features") or {}
         return {"plain": median_ms(get("plain", {}).get("plain_s")),
                 "session": median_ms(get("plain", {}).get("session_s")),
                 "capture": median_ms(get("capture", {}).get("steps_s")),
-                "kineto": median_ms(get("kineto", {}).get("steps_s"))}
+                "kineto": median_ms(get("kineto", {}).get("steps_s")),
+                "features": {name: median_ms(result.get("steps_s")) for name, result in features.items()}}
 
     def write_summary(self) -> dict[str, Any]:
         summary = self.summary()
@@ -258,6 +265,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--size", default="small", help="model size in model.py (small, tiny)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per block")
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--overhead-rounds", type=int, default=16, help="overhead stage: rounds of one block a variant")
+    parser.add_argument("--steps-per-block", type=int, default=4, help="overhead stage: timed steps per block")
     parser.add_argument("--deadline", type=float, default=480.0, help="seconds for the whole check")
     parser.add_argument("--python", default=sys.executable, help="the Python the stages run with")
     parser.add_argument("--dry-run", action="store_true", help="print the stages and the carried size, run nothing")

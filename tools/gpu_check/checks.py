@@ -70,6 +70,50 @@ def overhead_check(name: str, baseline_s: Sequence[float], measured_s: Sequence[
     return Check(name, overhead <= bound, round(overhead, 4), words, detail)
 
 
+def feature_checks(overhead: dict[str, Any], reason: str) -> list[Check]:
+    """One `overhead.<feature set>` check per variant of the overhead stage, each against the blocks
+    without capture interleaved with it (`reason`: why there is nothing to judge, when the stage failed)."""
+    features = overhead.get("features") or {}
+    baseline = (features.get("none") or {}).get("steps_s") or []
+    names = [name for name in features if name != "none"] or ["kernels", "layers", "layers_full", "flops", "stacks",
+                                                                "defaults"]
+    checks = []
+    for name in names:
+        result = features.get(name) or {}
+        check = overhead_check(f"overhead.{name}", baseline, result.get("steps_s") or [])
+        if check.passed is None:
+            checks.append(not_judged(check.name, check.bound, reason if not features else check.detail))
+            continue
+        settings = (overhead.get("settings") or {}).get(name, {})
+        first = result.get("first_s") or []
+        extra = _second_opinions(features["none"], result)
+        extra += f"; settings {settings}" if settings else ""
+        if first:
+            extra += f"; each block's first {len(first) // max(1, overhead.get('rounds') or 1)} steps (FLOPs " \
+                     f"counted where on): median {statistics.median(first) * 1e3:.2f} ms"
+        checks.append(Check(check.name, check.passed, check.value, check.bound,
+                            f"{check.detail} (interleaved blocks){extra}"))
+    return checks
+
+
+def _low(values: Sequence[float]) -> float:
+    """The 10th percentile: what a step costs when the host is not in one of its slow phases."""
+    ordered = sorted(values)
+    return ordered[len(ordered) // 10]
+
+
+def _second_opinions(baseline: dict[str, Any], measured: dict[str, Any]) -> str:
+    """The same comparison by 10th percentile of wall time and by median process CPU time (less moved by a
+    noisy host than the median wall time the verdict uses)."""
+    words = []
+    if baseline.get("steps_s") and measured.get("steps_s"):
+        words.append(f"10th percentile {_low(measured['steps_s']) / _low(baseline['steps_s']) - 1:+.1%}")
+    if baseline.get("cpu_s") and measured.get("cpu_s"):
+        cpu = statistics.median(measured["cpu_s"]) / statistics.median(baseline["cpu_s"]) - 1
+        words.append(f"process CPU time {cpu:+.1%}")
+    return f"; {', '.join(words)}" if words else ""
+
+
 def cuda_peak(device_memory: pl.DataFrame) -> int | None:
     """The highest `allocated` of any CUDA device in an ingested run; None without absolute CUDA totals."""
     if device_memory.is_empty():

@@ -8,8 +8,10 @@ polars or torch, so a broken install costs this stage, not the summary.)
 `verdicts(evidence)` reads the runs through the dashboard's store (`RunStore(data).open(id).frame(table)`,
 the public way in) and returns the `Check`s in a fixed order: for each of our two captures (the capture
 command, the CaptureSession) the per-step comparison with Kineto and whether CUPTI dropped records; the
-overheads; the CUDA peaks of the ingested trace and snapshot against torch's; the Triton compile. What a
-failed stage could not provide is a check not judged, with that stage's error as the reason.
+overheads (the command's and the session's against the plain loop, then each feature set's against the
+blocks without capture interleaved with it); the CUDA peaks of the ingested trace and snapshot against
+torch's; the Triton compile. What a failed stage could not provide is a check not judged, with that
+stage's error as the reason.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tools.gpu_check.checks import (
     Check,
     count_dump_headers,
     cuda_peak,
+    feature_checks,
     missing_compile,
     not_judged,
     overhead_check,
@@ -95,6 +98,7 @@ def capture_verdicts(store: RunStore, evidence: Evidence) -> list[Check]:
     checks.append(overhead_check("session.overhead", baseline, plain.get("session_s") or []))
     captured = evidence.results.get("capture", {}).get("steps_s") or []
     checks.append(overhead_check("capture.overhead", baseline, captured))
+    checks += feature_checks(evidence.results.get("overhead", {}), evidence.why_missing("overhead"))
     return checks
 
 

@@ -13,6 +13,9 @@ Each mode runs in its own process because CUPTI has one owner per process: our c
   two plain blocks, so a drift of the GPU's clocks over the run does not pass for capture overhead.
 * capture: the timed steps inside `python -m dashboard.capture`, as a user runs it (layers, FLOPs and
   stacks on by default).
+* overhead: what each capture feature costs (overhead.py): blocks of steps without capture and under a
+  CaptureSession per feature set (CUPTI only, + layers, + FLOPs, Python stacks, the command's defaults),
+  interleaved over --rounds rounds.
 * kineto: the timed steps under `torch.profiler.profile(profile_memory=True)`, with the allocator's history
   recorded from the start (`torch.cuda.memory._record_memory_history`) and dumped at the end.
 
@@ -102,6 +105,21 @@ def run_capture(trainer: Trainer, args: argparse.Namespace) -> dict[str, Any]:
     return {"captured": session is not None, "steps_s": timed_steps(trainer, args.steps, _our_step)}
 
 
+def run_overhead(trainer: Trainer, args: argparse.Namespace) -> dict[str, Any]:
+    from tools.gpu_check.overhead import VARIANTS, interleaved
+
+    backend_factory = None
+    if not trainer.cuda:  # a CPU run of the check (its tests): the simulated CUPTI
+        from dashboard.capture.cupti_fake import FakeCuptiBackend
+
+        backend_factory = FakeCuptiBackend
+    features = interleaved(trainer.step, _our_step, rounds=args.rounds, block_steps=args.steps_per_block,
+                           backend_factory=backend_factory)
+    return {"features": features, "settings": {name: {k: v for k, v in settings.items()}
+                                               for name, settings in VARIANTS.items()},
+            "rounds": args.rounds, "block_steps": args.steps_per_block}
+
+
 def run_kineto(trainer: Trainer, args: argparse.Namespace) -> dict[str, Any]:
     from torch.profiler import ProfilerActivity, profile
 
@@ -140,13 +158,15 @@ def record_memory_history() -> None:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", choices=("plain", "capture", "kineto"), required=True)
+    parser.add_argument("--mode", choices=("plain", "capture", "overhead", "kineto"), required=True)
     parser.add_argument("--out", type=Path, required=True, help="JSON with step times and facts")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--size", choices=sorted(SIZES), default="small")
     parser.add_argument("--steps", type=int, default=20, help="timed steps (per block)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--session-data", type=Path, help="plain mode: also time steps under a CaptureSession")
+    parser.add_argument("--rounds", type=int, default=16, help="overhead mode: rounds of one block per variant")
+    parser.add_argument("--steps-per-block", type=int, default=4, help="overhead mode: timed steps per block")
     parser.add_argument("--trace", type=Path, help="kineto mode: the Chrome trace to write")
     parser.add_argument("--snapshot", type=Path, help="kineto mode: the allocator snapshot to write")
     return parser.parse_args(argv)
@@ -163,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     trainer = Trainer(SIZES[args.size], args.device)
     warm_up(trainer, args.warmup)
     setup_s = time.perf_counter() - started
-    run = {"plain": run_plain, "capture": run_capture, "kineto": run_kineto}[args.mode]
+    run = {"plain": run_plain, "capture": run_capture, "overhead": run_overhead, "kineto": run_kineto}[args.mode]
     result = run(trainer, args)
     result.update(mode=args.mode, size=args.size, steps=args.steps, warmup=args.warmup, setup_s=setup_s,
                   facts=device_facts(args.device), pid=os.getpid())
