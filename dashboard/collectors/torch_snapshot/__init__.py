@@ -33,7 +33,7 @@ from typing import Any
 import polars as pl
 
 from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, is_gzip, open_source
-from dashboard.collectors.kineto.tables import rank_from_name
+from dashboard.collectors.rank_names import rank_from_name
 from dashboard.collectors.torch_snapshot.bounded import can_bound, load_whole
 from dashboard.collectors.torch_snapshot.tables import FrameNamer, device_memory, entries_frame, segments_frame
 from dashboard.collectors.torch_snapshot.unpickle import STREAM_ABOVE_BYTES, OnEntries, RefusedPickle, load_streaming
