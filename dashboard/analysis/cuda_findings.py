@@ -33,7 +33,7 @@ from dashboard.analysis.finding import Finding, view_href
 from dashboard.analysis.units import format_bytes, format_ns
 
 THRESHOLDS: dict[str, str] = {
-    "CUDA memory peak": "every CUDA device's peak, with the op or Python frame holding the most live bytes; "
+    "CUDA memory peak": "every accelerator's peak (cuda, HIP as cuda, xpu, mtia, ...), with the op or Python frame holding the most live bytes; "
                         "share of the device's memory when the trace names it, else of reserved at the peak",
     "CUDA fragmentation": f"at the peak, the largest free block under {1 - FRAGMENTATION_MIN:.0%} of the free "
                           "memory in the reserved segments (snapshots)",
@@ -78,12 +78,24 @@ def device_capacities(metadata: Mapping[str, Any]) -> dict[tuple[int, str], int]
     return found
 
 
+def device_vendors(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """`cuda:0` -> its maker where the trace names one beyond CUDA (a ROCm build's HIP devices), anywhere."""
+    found: dict[str, str] = {}
+    for key, value in metadata.items():
+        if key == "device_vendors" and isinstance(value, Mapping):
+            found.update({str(k): str(v) for k, v in value.items()})
+        elif isinstance(value, Mapping):
+            found.update(device_vendors(value))
+    return found
+
+
 def device_peaks(events: pl.DataFrame, segments: pl.DataFrame,
                  capacities: Mapping[tuple[int, str], int] | None = None) -> list[DevicePeak]:
     """The peak of every (rank, CUDA device) in `device_memory`, in rank and device order."""
     capacities = capacities or {}
     peaks: list[DevicePeak] = []
-    cuda = events.filter(pl.col("device").str.starts_with("cuda"))
+    # Every accelerator PyTorch names (cuda, also for HIP on ROCm builds; xpu, mtia, ...), the host aside.
+    cuda = events.filter(pl.col("device") != "cpu")
     for rank, device in cuda.select("rank", "device").unique().sort("rank", "device").iter_rows():
         mine = cuda.filter((pl.col("rank") == rank) & (pl.col("device") == device)).sort("time_ns", maintain_order=True)
         found = analysis.peak(mine, analysis.lifetimes(mine), device)
@@ -168,8 +180,12 @@ def cuda_memory_findings(run_id: str, events: pl.DataFrame, segments: pl.DataFra
                          metadata: Mapping[str, Any]) -> list[Finding]:
     """Peak and fragmentation findings of every CUDA device of the run."""
     found: list[Finding] = []
+    vendors = device_vendors(metadata)
     for peak in device_peaks(events, segments, device_capacities(metadata)):
-        found.append(_peak_finding(run_id, peak))
+        finding = _peak_finding(run_id, peak)
+        if peak.device in vendors:
+            finding.evidence["device"] = f"{peak.device}: {vendors[peak.device]}"
+        found.append(finding)
         fragmented = _fragmentation_finding(run_id, peak)
         if fragmented is not None:
             found.append(fragmented)
