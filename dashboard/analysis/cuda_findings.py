@@ -33,7 +33,8 @@ from dashboard.analysis.finding import Finding, view_href
 from dashboard.analysis.units import format_bytes, format_ns
 
 THRESHOLDS: dict[str, str] = {
-    "CUDA memory peak": "every accelerator's peak (cuda, HIP as cuda, xpu, mtia, ...), with the op or Python frame holding the most live bytes; "
+    "CUDA memory peak": "every accelerator's peak (cuda, HIP as cuda, xpu, mtia, ...), with the op or Python "
+                        "frame holding the most live bytes; "
                         "share of the device's memory when the trace names it, else of reserved at the peak",
     "CUDA fragmentation": f"at the peak, the largest free block under {1 - FRAGMENTATION_MIN:.0%} of the free "
                           "memory in the reserved segments (snapshots)",

@@ -40,6 +40,8 @@ _log = logging.getLogger(__name__)
 COLLECTOR_MODULES: tuple[str, ...] = (
     "dashboard.collectors.nsys.collector",
     "dashboard.collectors.tt.collector",
+    # Before triton_ir: a trace's compile records hold Triton metadata JSON that the cache reader would take.
+    "dashboard.collectors.tritonparse",
     "dashboard.collectors.triton_ir",
     "dashboard.collectors.triton_ws.collector",
     "dashboard.collectors.kineto.collector",
@@ -157,7 +159,21 @@ def detect(paths: Iterable[Path]) -> Detection:
             raise IngestError(path, _unrecognised_problem(path))
         detection.groups.setdefault(collector.name, []).append(path)
         detection.by_name[collector.name] = collector
+    _kernel_sources_with_traces(detection)
     return detection
+
+
+def _kernel_sources_with_traces(detection: Detection) -> None:
+    """Python files defining kernels go with the tritonparse traces they sit beside, when the compiler-output
+    reader has nothing else: a trace holds its kernels' IR and source, so the files are kept, not an error."""
+    ir_files = detection.groups.get("triton_ir", [])
+    if "tritonparse" not in detection.groups or not ir_files:
+        return
+    from dashboard.collectors.triton_ir import is_kernel_source  # the collector is loaded: its group exists
+
+    if all(path.suffix == ".py" and is_kernel_source(probe_file(path).head) for path in ir_files):
+        detection.groups["tritonparse"].extend(detection.groups.pop("triton_ir"))
+        detection.by_name.pop("triton_ir", None)
 
 
 def _identify_or_none(path: Path, candidates: Sequence[Collector]) -> Collector | None:
