@@ -385,6 +385,9 @@ def conform(table: str, frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     schema = schema_of(table)
     lazy = frame.lazy()
     present = lazy.collect_schema()
+    if not present.names():
+        # A frame without columns has no rows: selecting only literals from it would make one all-null row.
+        return empty(table)
     unknown = [name for name in present.names() if name not in schema]
     if unknown:
         raise ValueError(f"table {table!r} has columns outside its schema: {unknown}")

@@ -31,6 +31,7 @@ from dashboard.analysis import cuda_memory as analysis
 from dashboard.analysis.device_findings import FRAGMENTATION_MIN
 from dashboard.analysis.finding import Finding, view_href
 from dashboard.analysis.units import format_bytes, format_ns
+from dashboard.collectors.torch_snapshot.tables import NO_HISTORY
 
 THRESHOLDS: dict[str, str] = {
     "CUDA memory peak": "every accelerator's peak (cuda, HIP as cuda, xpu, mtia, ...), with the op or Python "
@@ -56,6 +57,7 @@ class DevicePeak:
     relative: bool
     free: int | None = None  # within the segments at the peak (snapshots)
     largest_free: int | None = None
+    at_snapshot: bool = False  # no allocation history: the device's state at the snapshot is all there is
 
     @property
     def fragmentation(self) -> float | None:
@@ -103,9 +105,15 @@ def device_peaks(events: pl.DataFrame, segments: pl.DataFrame,
         if found is None:
             continue
         at = mine.row(int(mine["allocated"].arg_max()), named=True)  # type: ignore[arg-type]
+        at_snapshot = bool((mine["action"] == "snapshot").all())
+        culprit, culprit_bytes = found.culprit, found.culprit_bytes
+        if at_snapshot and culprit is None and segments.height:  # no lifetimes: the blocks' own frames
+            culprit, culprit_bytes = _snapshot_holder(segments.filter((pl.col("rank") == rank)
+                                                                      & (pl.col("device") == device)))
         peak = DevicePeak(rank, device, found.time_ns, found.time_ns - int(mine["time_ns"].min()),  # type: ignore[arg-type]
                           found.allocated, at["reserved"], mine["reserved"].max(),  # type: ignore[arg-type]
-                          found.culprit, found.culprit_bytes, capacities.get((rank, device)), bool(at["relative"]))
+                          culprit, culprit_bytes, capacities.get((rank, device)), bool(at["relative"]),
+                          at_snapshot=at_snapshot)
         state = cuda_fragmentation.layout(
             mine, segments.filter((pl.col("rank") == rank) & (pl.col("device") == device))) if segments.height else None
         if state is not None:
@@ -113,6 +121,13 @@ def device_peaks(events: pl.DataFrame, segments: pl.DataFrame,
             peak = DevicePeak(**{**peak.__dict__, "free": free, "largest_free": largest})
         peaks.append(peak)
     return peaks
+
+
+def _snapshot_holder(segments: pl.DataFrame) -> tuple[str | None, int | None]:
+    """The Python frame whose blocks hold the most bytes at a snapshot (its blocks in use)."""
+    held = segments.filter((pl.col("state") != "free") & pl.col("frame").is_not_null()).group_by("frame").agg(
+        pl.col("size").sum()).sort("size", "frame", descending=[True, False])
+    return held.row(0) if held.height else (None, None)
 
 
 def peak_href(run_id: str, peak: DevicePeak) -> str:
@@ -133,22 +148,27 @@ def _peak_finding(run_id: str, peak: DevicePeak) -> Finding:
     evidence: dict[str, Any] = {
         "peak allocated": format_bytes(peak.allocated)
                           + (" (counted from 0 at the trace start: the trace has no totals)" if peak.relative else ""),
-        "at": f"{format_ns(peak.since_start_ns)} after the device's first memory event",
+        "at": "the snapshot (its only moment)" if peak.at_snapshot
+              else f"{format_ns(peak.since_start_ns)} after the device's first memory event",
         "reserved at the peak": format_bytes(peak.reserved) if peak.reserved is not None else "unknown",
     }
     if peak.reserved:
         evidence["allocated ÷ reserved at the peak"] = f"{peak.allocated / peak.reserved:.1%}"
     if peak.capacity:
         evidence["device memory"] = format_bytes(peak.capacity)
+    if peak.at_snapshot:
+        evidence["history"] = NO_HISTORY
     if peak.culprit:
         evidence["culprit (op or Python frame holding the most live bytes)"] = peak.culprit
         held = format_bytes(peak.culprit_bytes)
         if peak.allocated:
             held += f" ({(peak.culprit_bytes or 0) / peak.allocated:.1%} of the peak)"
         evidence["culprit's live bytes at the peak"] = held
+    verb = "holds" if peak.at_snapshot else "peaks at"
+    when = " at the snapshot (no allocation history)" if peak.at_snapshot else ""
     return Finding(
         key=f"cuda_memory:peak:{peak.rank}:{peak.device}",
-        title=f"{where} peaks at {format_bytes(peak.allocated)} allocated"
+        title=f"{where} {verb} {format_bytes(peak.allocated)} allocated{when}"
               + (f" ({peak.allocated / peak.capacity:.1%} of its memory)" if peak.capacity else "") + culprit,
         share=share, share_of=share_of, at_stake_bytes=peak.allocated, url=peak_href(run_id, peak),
         advice="free or shrink what the culprit keeps alive at the peak (delete tensors once used, activation "

@@ -19,7 +19,7 @@ import polars as pl
 
 from dashboard.collectors.kineto.nesting import enclosing
 from dashboard.collectors.kineto.ranges import OP_CATEGORIES, TRACK
-from dashboard.schema import conform
+from dashboard.schema import conform, empty
 
 # c10::DeviceType (torch/headeronly/core/DeviceType.h) -> the name PyTorch gives the device. A ROCm build
 # names its HIP devices `cuda` (torch.device("cuda:0") on an AMD GPU), so HIP events are `cuda:N` too, and
@@ -63,7 +63,7 @@ def device_memory_table(memory: pl.DataFrame, ranges: pl.DataFrame) -> tuple[pl.
     """
     warnings: list[str] = []
     if memory.height == 0:
-        return conform("device_memory", pl.DataFrame()), warnings
+        return empty("device_memory"), warnings
     unsized = memory.get_column("mem_bytes").is_null()
     if unsized.any():
         warnings.append(f"skipped {int(unsized.sum()):,} [memory] events without `Bytes`")

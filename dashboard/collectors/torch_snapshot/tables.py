@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from dashboard.schema import conform
+from dashboard.schema import conform, empty
 
 _MISSING = object()
 _GROWS_ALLOCATED = {"alloc": 1, "free_completed": -1}
@@ -138,12 +138,31 @@ def segments_frame(segments: Any, namer: FrameNamer, rank: int) -> pl.DataFrame:
     return conform("memory_segments", frame.with_columns(pl.lit(rank, pl.Int32).alias("rank")) if rows else frame)
 
 
+NO_HISTORY = "no allocation history recorded (enable `_record_memory_history`)"
+
+
+def state_at_snapshot(segments: pl.DataFrame, rank: int, time_ns: int = 0) -> pl.DataFrame:
+    """One `snapshot` row per device of a snapshot without history: allocated (blocks in use or awaiting
+    their free, as the curves count them) and reserved (segment sizes) at the snapshot, at `time_ns` on the
+    snapshot's own clock (a snapshot without any trace names no time: 0)."""
+    if segments.height == 0:
+        return empty("device_memory")
+    per_device = segments.group_by("device").agg(
+        pl.col("size").filter(pl.col("state") != "free").sum().alias("allocated"),
+        pl.col("segment_size").filter(pl.col("segment_addr").is_first_distinct()).sum().alias("reserved"),
+    ).sort("device")
+    return conform("device_memory", per_device.select(
+        pl.lit(rank, pl.Int32).alias("rank"), "device", pl.lit(time_ns, pl.Int64).alias("time_ns"),
+        pl.lit(0, pl.Int64).alias("bytes_delta"), "allocated", "reserved", pl.lit(False).alias("relative"),
+        pl.lit("snapshot").alias("action")))
+
+
 def device_memory(parts: list[pl.DataFrame], devices: dict[int, int], segments: pl.DataFrame,
                   rank: int) -> tuple[pl.DataFrame, list[str]]:
     """`device_memory` rows of all trace batches; `devices` maps a trace list's number to its device index."""
     warnings: list[str] = []
     if not parts:
-        return conform("device_memory", pl.DataFrame()), warnings
+        return empty("device_memory"), warnings
     trace = pl.concat(parts).with_columns(
         pl.concat_str([pl.lit("cuda:"), pl.col("list").replace_strict(devices, default=None).cast(pl.String)])
         .alias("device"),
