@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from dashboard import schema
+from dashboard.collectors.archive_kind import archive_kind
 from dashboard.collectors.base import (
     TRUNCATED_GZIP,
     Collected,
@@ -80,6 +81,8 @@ class Detection:
     groups: dict[str, list[Path]] = field(default_factory=dict)
     by_name: dict[str, Collector] = field(default_factory=dict)
     ignored: list[Path] = field(default_factory=list)
+    # Archives found in folders (by their bytes): ingest opens them like folders (`ingest.archives`).
+    archives: list[Path] = field(default_factory=list)
 
 
 def _looks_binary(head: bytes) -> bool:
@@ -133,10 +136,14 @@ def detect(paths: Iterable[Path]) -> Detection:
             files = _files_under(path)
             if not files:
                 raise IngestError(path, "the folder is empty")
-            recognised = 0
+            recognised = archives = 0
             for file in files:
                 if file.stat().st_size == 0:
                     detection.ignored.append(file)
+                    continue
+                if archive_kind(file) is not None:
+                    detection.archives.append(file)
+                    archives += 1
                     continue
                 collector = _identify_or_none(file, candidates)
                 if collector is None:
@@ -145,7 +152,7 @@ def detect(paths: Iterable[Path]) -> Detection:
                 recognised += 1
                 detection.groups.setdefault(collector.name, []).append(file)
                 detection.by_name[collector.name] = collector
-            if not recognised:
+            if not recognised and not archives:
                 raise IngestError(
                     path,
                     f"nothing recognisable in this folder ({len(files)} files looked at; "
@@ -154,6 +161,10 @@ def detect(paths: Iterable[Path]) -> Detection:
             continue
         if path.stat().st_size == 0:
             raise IngestError(path, "the file is empty")
+        kind = archive_kind(path)
+        if kind is not None:  # ingest (`ingest.archives`) opens archives before detection: a caller that did not
+            raise IngestError(path, f"a {kind} archive: ingest it with `dashboard ingest` or the upload page, "
+                                    "which open archives like folders")
         collector = identify(path, candidates)
         if collector is None:
             raise IngestError(path, _unrecognised_problem(path))
