@@ -185,7 +185,7 @@ def test_unknown_and_damaged_records_are_counted_in_one_warning_each(tmp_path: P
 def test_launches_without_any_compile_are_one_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "late.ndjson"
     path.write_text(_line({"event_type": "launch", "name": "k", "grid": [1, 1, 1]}))
-    with pytest.raises(IngestError, match="1 launch records but no compilation record"):
+    with pytest.raises(IngestError, match="1 launch records but no readable compilation record: the trace started after"):
         COLLECTOR.collect([path], no_progress)
 
 

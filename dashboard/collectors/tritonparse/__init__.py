@@ -103,9 +103,12 @@ class TritonparseCollector:
                 raise IngestError(path, "no tritonparse record could be read (every line is damaged)")
             files.append({"source": str(path), "records": census.records, **counts})
         if not kernels:
+            damaged = [w.split(": ", 1)[1] for w in warnings if "that are not tritonparse records" in w]
+            why = (damaged[0] if damaged else
+                   "the trace started after its kernels were compiled (set TRITON_ALWAYS_COMPILE=1 when tracing)")
             raise IngestError(traces[0] if traces else sources[0],
-                              f"{len(launches):,} launch records but no compilation record: the trace started after "
-                              "its kernels were compiled (set TRITON_ALWAYS_COMPILE=1 when tracing), nothing to show")
+                              f"{len(launches):,} launch records but no readable compilation record: {why}; "
+                              "nothing to show")
         bare = sum(1 for kernel in kernels if not kernel["steps"])
         if bare:
             warnings.append(f"{bare:,} compilation records without any stage's IR (their metadata is kept)")

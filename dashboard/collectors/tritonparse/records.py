@@ -93,6 +93,9 @@ class AutotuneAnalysis(msgspec.Struct):
 _TYPES: dict[str, type] = {"compilation": Compilation, "launch": Launch, "autotune": Autotune,
                            "autotune_analysis": AutotuneAnalysis}
 _KIND = msgspec.json.Decoder(_Kind)
+# A line msgspec cannot turn into its record: not JSON, bytes that are not UTF-8, nesting past its depth, or
+# a known record whose fields have the wrong types.
+_UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 _DECODERS = {name: msgspec.json.Decoder(kind) for name, kind in _TYPES.items()}
 
 
@@ -143,7 +146,7 @@ def read_records(path: Path, census: Census) -> Iterator[Line]:
             continue
         try:
             kind = _KIND.decode(line).event_type
-        except (msgspec.DecodeError, UnicodeDecodeError):
+        except _UNREADABLE:
             census.damage(number)
             continue
         if not isinstance(kind, str):
@@ -157,7 +160,7 @@ def read_records(path: Path, census: Census) -> Iterator[Line]:
             continue
         try:
             record = _DECODERS[kind].decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except _UNREADABLE:
             census.damage(number)
             continue
         yield Line(number, kind, record)
