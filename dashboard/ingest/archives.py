@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO, Any
 
 from dashboard.collectors.archive_kind import archive_kind
-from dashboard.collectors.base import IngestError
+from dashboard.collectors.base import IngestError, ProgressFn, no_progress
 
 MAX_MEMBERS = 100_000
 MAX_BYTES = 64 << 30  # unpacked; an upload is limited far below this, a local tarball of traces rarely above
@@ -189,7 +189,8 @@ def _archives_in(folder: Path) -> list[Path]:
     return found
 
 
-def unpack_inputs(inputs: Sequence[Path], into: Path, limits: Limits | None = None) -> Unpacked:
+def unpack_inputs(inputs: Sequence[Path], into: Path, limits: Limits | None = None,
+                  progress: ProgressFn = no_progress) -> Unpacked:
     """Each archive given, or found in a given folder, unpacked under `into` (one folder per archive)."""
     result = Unpacked(inputs=[])
     archives: list[Path] = []
@@ -201,6 +202,7 @@ def unpack_inputs(inputs: Sequence[Path], into: Path, limits: Limits | None = No
         if path.is_dir():
             archives += _archives_in(path)
     for index, archive in enumerate(archives):
+        progress(None, f"unpacking {archive.name}")
         root = into / f"{index}" / archive.name
         result.warnings += unpack_archive(archive, root, limits)
         result.folders[root] = archive

@@ -179,8 +179,7 @@ def ingest_on_cluster(store: RunStore, paths: Sequence[Path | str], client: Any,
     try:
         # Archives opened like folders inside the staging folder, which the workers share; the run's source
         # keeps each archive itself, not its members (a member's source name is empty: the worker copies nothing).
-        progress(0.0, "opening archives")
-        unpacked = unpack_inputs(inputs, staging / UNPACKED_DIR)
+        unpacked = unpack_inputs(inputs, staging / UNPACKED_DIR, progress=progress)
         progress(0.0, "detecting formats")
         detection = registry.detect(unpacked.inputs)
         files = sorted(f for group in detection.groups.values() for f in group)

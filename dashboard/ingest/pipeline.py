@@ -69,8 +69,7 @@ def ingest_paths(store: RunStore, paths: Sequence[Path | str], name: str | None 
     unpacked = Unpacked(inputs=inputs)
     try:
         # Archives are opened like folders; the run's source keeps the archive itself (the copy above).
-        progress(None, "opening archives")
-        unpacked = unpack_inputs(inputs, staging / UNPACKED_DIR)
+        unpacked = unpack_inputs(inputs, staging / UNPACKED_DIR, progress=progress)
         collected = registry.collect(unpacked.inputs, progress, sink=writer.write)
         warnings = unpacked.warnings + [unpacked.name(w) for w in collected.warnings]
         if not collected.tables and not writer.tables:
