@@ -274,7 +274,7 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
     # Distinct IR bodies (equal bodies, e.g. a pass that changed nothing, are stored once).
     "ir_text": {
         "text_id": _I64,
-        "format": _STR,  # mlir / llir / mir / ptx / amdgcn / sass / source: how to read `zlib`
+        "format": _STR,  # mlir / llir / mir / ptx / amdgcn / sass / source / python: how to read `zlib`
         "bytes": _I64,  # uncompressed size
         "lines": _I64,
         "zlib": pl.Binary,  # the UTF-8 body, zlib-compressed (decompress with zlib.decompress)
@@ -306,37 +306,21 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "source_line": _I64,  # line of the compile's first dump in the log
         "steps": _I64,  # ir_steps rows of this compile
         "python_file": _STR,  # the kernel's Python file (its function's location)
-        # tritonparse traces carry the kernel's Python source: its text in ir_text (format "python"), padded
-        # with empty lines so that line N of the text is line N of `python_file`; null elsewhere.
-        "python_text_id": _I64,
+        "python_text_id": _I64,  # tritonparse: the kernel's source in ir_text ("python"), padded to its file's lines
     },
-    # One kernel launch a tritonparse trace recorded (collectors/tritonparse): which compile ran, on what grid,
-    # with which arguments. Launches per kernel are a count over these rows.
+    # tritonparse traces: a row per launch (counted per kernel) and per benchmarked config; source_line: the record's
     "ir_launches": {
-        "launch": _I64,  # 0, 1, ... in trace order across the run's traces
-        "compile": _I64,  # the ir_kernels compile of the same hash; null when the trace lacks its compile record
-        "kernel": _STR,
-        "hash": _STR,  # the compile's cache hash (launch `compilation_metadata.hash`)
-        "grid_x": _I64,
-        "grid_y": _I64,
-        "grid_z": _I64,
-        "stream": _I64,
-        "args": _STR,  # one line: `x_ptr: float32[4096] cpu, n: int = 4096` (tensors by dtype, shape and device)
-        "source": _STR,
-        "source_line": _I64,  # the record's line in its trace (1-based)
+        "launch": _I64, "compile": _I64,  # trace order; the ir_kernels compile of the same hash (null: not traced)
+        "kernel": _STR, "hash": _STR,  # the compile's cache hash (`compilation_metadata.hash`)
+        "grid_x": _I64, "grid_y": _I64, "grid_z": _I64, "stream": _I64,
+        "args": _STR,  # one line: `x_ptr: float32[4096] cpu, n: int = 4096`
+        "source": _STR, "source_line": _I64,
     },
-    # One config an autotuner benchmarked (tritonparse `autotune` / `autotune_analysis` records).
     "ir_autotune": {
-        "session": _I64,  # 0, 1, ... one autotuning (a kernel and a key) in trace order
-        "kernel": _STR,
-        "key": _STR,  # the autotune key (the key arguments' values and dtypes)
+        "session": _I64, "kernel": _STR, "key": _STR,  # one autotuning (a kernel and its key) in trace order
         "config": _STR,  # `BLOCK: 1024, num_warps: 8, ...` as Triton prints a Config
-        "timing_ms": _F64,  # the benchmark's time (first quantile when several); null for a cached verdict
-        "best": pl.Boolean,  # the config the autotuner chose
-        "cache_hit": pl.Boolean,  # the verdict came from the autotuner's cache (nothing benchmarked)
-        "duration_s": _F64,  # the whole benchmark's time
-        "source": _STR,
-        "source_line": _I64,
+        "timing_ms": _F64, "best": pl.Boolean,  # the benchmark's time (null: a cached verdict); the chosen one
+        "cache_hit": pl.Boolean, "duration_s": _F64, "source": _STR, "source_line": _I64,
     },
 }
 
