@@ -313,7 +313,7 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "launch": _I64, "compile": _I64,  # trace order; the ir_kernels compile of the same hash (null: not traced)
         "kernel": _STR, "hash": _STR,  # the compile's cache hash (`compilation_metadata.hash`)
         "grid_x": _I64, "grid_y": _I64, "grid_z": _I64, "stream": _I64,
-        "args": _STR,  # one line: `x_ptr: float32[4096] cpu, n: int = 4096`
+        "args": _STR, "benchmark": pl.Boolean,  # `x_ptr: float32[4096] cpu, n: int = 4096`; an autotuner's timing run
         "source": _STR, "source_line": _I64,
     },
     "ir_autotune": {

@@ -30,10 +30,12 @@ def launches_section(run: Run, compile_index: int | None) -> list[Any]:
         return []
     parts: list[Any] = [html.H6("Launches (tritonparse trace)", className="mt-3")]
     if found.shapes.height:
-        parts += [html.Small(f"This compile ran {found.compile_launches:,} times; by grid and arguments:",
+        timing = f" ({found.compile_benchmark:,} of them the autotuner's timing runs)" if found.compile_benchmark \
+            else ""
+        parts += [html.Small(f"This compile ran {found.compile_launches:,} times{timing}; by grid and arguments:",
                              className="text-muted d-block"),
                   _table(found.shapes, {"grid": "grid (x, y, z)", "args": "arguments", "launches": "launches",
-                                        "first_line": "first launch (trace line)"})]
+                                        "benchmark": "of which autotuning", "first_line": "first launch (trace line)"})]
     else:
         parts.append(html.Small("This compile has no launch in the trace.", className="text-muted d-block mb-2"))
     parts += [html.Small("Launches per kernel in the run:", className="text-muted d-block"),

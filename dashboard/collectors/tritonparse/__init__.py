@@ -29,8 +29,15 @@ import polars as pl
 from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, probe_file
 from dashboard.collectors.triton_ir import _locations
 from dashboard.collectors.triton_ir.bodies import TextStore
-from dashboard.collectors.tritonparse.records import Census, Compilation, Launch, looks_like_trace, read_records
-from dashboard.collectors.tritonparse.tables import autotune_rows, compile_rows, launch_row
+from dashboard.collectors.tritonparse.records import (
+    AutotuneAnalysis,
+    Census,
+    Compilation,
+    Launch,
+    looks_like_trace,
+    read_records,
+)
+from dashboard.collectors.tritonparse.tables import autotune_rows, benchmark_launches, compile_rows, launch_row
 from dashboard.schema import schema_of
 
 _MAPPED = re.compile(r"_mapped\.ndjson(?:\.gz)?$")
@@ -78,6 +85,7 @@ class TritonparseCollector:
             census = Census()
             compiles: dict[str, int] = {}  # hash -> compile, within this trace
             pending: list[tuple[Launch, int]] = []
+            benchmark: set[int] = set()  # occurrence ids of the autotuner's benchmark launches
             counts = {"compilation": 0, "launch": 0, "autotune": 0}
             for line in read_records(path, census):
                 if line.kind == "compilation":
@@ -92,11 +100,14 @@ class TritonparseCollector:
                     pending.append((line.record, line.number))
                     counts["launch"] += 1
                 else:
+                    if isinstance(line.record, AutotuneAnalysis):
+                        benchmark |= benchmark_launches(line.record)
                     found = autotune_rows(line.record, len({r["session"] for r in autotune}), str(path), line.number)
                     autotune += found
                     counts["autotune"] += bool(found)
             # Launches after the whole trace: a compile record may follow the launch that triggered it.
             launches += [launch_row(record, len(launches) + i, compiles, str(path), number)
+                         | {"benchmark": record.occurrence_id in benchmark}
                          for i, (record, number) in enumerate(pending)]
             self._census_warnings(path, census, warnings)
             if not census.records:

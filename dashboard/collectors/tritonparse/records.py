@@ -60,6 +60,7 @@ class LaunchMeta(msgspec.Struct):
 
 
 class Launch(msgspec.Struct):
+    occurrence_id: Any = None  # the parsed form's record number (autotune sessions name launches by it)
     name: Any = None
     grid: Any = None
     stream: Any = None
@@ -87,7 +88,10 @@ class AutotuneAnalysis(msgspec.Struct):
     name: Any = None
     session_id: Any = None
     winner_compilation_hash: Any = None
-    autotune_result: AutotuneResult | None = None
+    autotune_result: AutotuneResult | None = None  # only where Triton has the autotune listener (3.7+)
+    compilation_analysis: Any = None  # {"configs": [{"compilation_config_params", "compilation_hash"}]}
+    launch_occurrence_ids: Any = None  # {"benchmark": [...], "winner": [...]}
+    cache_usage: Any = None
 
 
 _TYPES: dict[str, type] = {"compilation": Compilation, "launch": Launch, "autotune": Autotune,

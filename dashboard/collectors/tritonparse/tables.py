@@ -124,12 +124,13 @@ def launch_row(record: Launch, index: int, compiles: dict[str, int], source: str
     meta = record.compilation_metadata
     digest = _text(meta.hash) if meta is not None else None
     grid = record.grid if isinstance(record.grid, list) else []
-    dims = [_int(value) for value in grid[:3]] + [None] * (3 - len(grid[:3]))
+    # Triton pads a grid of fewer dimensions with 1s.
+    dims = [_int(value) for value in grid[:3]] + ([1] if grid else [None]) * (3 - len(grid[:3]))
     return {
         "launch": index, "compile": compiles.get(digest) if digest else None,
         "kernel": _text(record.name) or (_text(meta.name) if meta is not None else None), "hash": digest,
         "grid_x": dims[0], "grid_y": dims[1], "grid_z": dims[2], "stream": _int(record.stream),
-        "args": args_text(record.extracted_args), "source": source, "source_line": line,
+        "args": args_text(record.extracted_args), "benchmark": False, "source": source, "source_line": line,
     }
 
 
@@ -146,7 +147,7 @@ def autotune_rows(record: Autotune | AutotuneAnalysis, session: int, source: str
     if isinstance(record, AutotuneAnalysis):
         result = record.autotune_result
         if result is None:
-            return []
+            return _session_rows(record, session, source, line)
         kernel, key = _text(record.name), _text(record.session_id)
         best, timings, duration, cache_hit = (result.best_config, result.configs_timings, result.benchmark_duration,
                                               result.cache_hit)
@@ -163,3 +164,31 @@ def autotune_rows(record: Autotune | AutotuneAnalysis, session: int, source: str
     return [{"session": session, "kernel": kernel, "key": key, "config": str(config), "timing_ms": _timing(values),
              "best": str(config) == best_text, "cache_hit": cache_hit if isinstance(cache_hit, bool) else None,
              "duration_s": duration_s, "source": source, "source_line": line} for config, values in configs.items()]
+
+
+def _session_rows(record: AutotuneAnalysis, session: int, source: str, line: int) -> list[dict[str, Any]]:
+    """A session tritonparse's parser found without the autotuner's own verdict (Triton before the autotune
+    listener): its compiles are the configs, the winner the compile its winning launches ran."""
+    analysis = record.compilation_analysis if isinstance(record.compilation_analysis, dict) else {}
+    configs = analysis.get("configs") if isinstance(analysis.get("configs"), list) else []
+    winner = _text(record.winner_compilation_hash)
+    rows = []
+    for config in configs:
+        if not isinstance(config, dict):
+            continue
+        params = config.get("compilation_config_params")
+        digest = _text(config.get("compilation_hash"))
+        text = ", ".join(f"{k}: {v}" for k, v in params.items()) if isinstance(params, dict) else "?"
+        rows.append({"session": session, "kernel": _text(record.name), "key": _text(record.session_id),
+                     "config": f"{text} (compile {digest[:8] if digest else '?'})", "timing_ms": None,
+                     "best": digest is not None and digest == winner,
+                     "cache_hit": record.cache_usage if isinstance(record.cache_usage, bool) else None,
+                     "duration_s": None, "source": source, "source_line": line})
+    return rows
+
+
+def benchmark_launches(record: AutotuneAnalysis) -> set[int]:
+    """The occurrence ids of a session's benchmark launches (the autotuner timing each config)."""
+    ids = record.launch_occurrence_ids if isinstance(record.launch_occurrence_ids, dict) else {}
+    found = ids.get("benchmark")
+    return {i for i in found if _int(i) is not None} if isinstance(found, list) else set()
