@@ -47,7 +47,8 @@ def test_the_parsed_h200_trace_names_the_winner_and_the_benchmark() -> None:
     tuned = collected.tables["ir_autotune"]
     assert tuned.height == len(session["compilation_analysis"]["configs"]) == 2
     (best,) = tuned.filter(pl.col("best")).to_dicts()
-    assert best["config"] == f"num_warps: 8, num_stages: 3, num_ctas: 1 (compile {session['winner_compilation_hash'][:8]})"
+    winner_hash = session["winner_compilation_hash"]
+    assert best["config"] == f"num_warps: 8, num_stages: 3, num_ctas: 1 (compile {winner_hash[:8]})"
     launches = collected.tables["ir_launches"]
     benchmark = set(session["launch_occurrence_ids"]["benchmark"])
     assert launches["benchmark"].sum() == len(benchmark) == sum(
