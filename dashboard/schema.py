@@ -283,7 +283,7 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
     # Distinct IR bodies (equal bodies, e.g. a pass that changed nothing, are stored once).
     "ir_text": {
         "text_id": _I64,
-        "format": _STR,  # mlir / llir / mir / ptx / amdgcn / sass / source: how to read `zlib`
+        "format": _STR,  # mlir / llir / mir / ptx / amdgcn / sass / source / python: how to read `zlib`
         "bytes": _I64,  # uncompressed size
         "lines": _I64,
         "zlib": pl.Binary,  # the UTF-8 body, zlib-compressed (decompress with zlib.decompress)
@@ -315,6 +315,21 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "source_line": _I64,  # line of the compile's first dump in the log
         "steps": _I64,  # ir_steps rows of this compile
         "python_file": _STR,  # the kernel's Python file (its function's location)
+        "python_text_id": _I64,  # tritonparse: the kernel's source in ir_text ("python"), padded to its file's lines
+    },
+    # tritonparse traces: a row per launch (counted per kernel) and per benchmarked config; source_line: the record's
+    "ir_launches": {
+        "launch": _I64, "compile": _I64,  # trace order; the ir_kernels compile of the same hash (null: not traced)
+        "kernel": _STR, "hash": _STR,  # the compile's cache hash (`compilation_metadata.hash`)
+        "grid_x": _I64, "grid_y": _I64, "grid_z": _I64, "stream": _I64,
+        "args": _STR, "benchmark": pl.Boolean,  # `x_ptr: float32[4096] cpu, n: int = 4096`; an autotuner's timing run
+        "source": _STR, "source_line": _I64,
+    },
+    "ir_autotune": {
+        "session": _I64, "kernel": _STR, "key": _STR,  # one autotuning (a kernel and its key) in trace order
+        "config": _STR,  # `BLOCK: 1024, num_warps: 8, ...` as Triton prints a Config
+        "timing_ms": _F64, "best": pl.Boolean,  # the benchmark's time (null: a cached verdict); the chosen one
+        "cache_hit": pl.Boolean, "duration_s": _F64, "source": _STR, "source_line": _I64,
     },
     # tinygrad's graph rewrites (collectors/tinygrad, from VIZ's rewrites.pkl). One row per context: a
     # kernel's codegen (`codegen`, with its program's columns) or another traced function (a schedule,
@@ -440,6 +455,9 @@ def conform(table: str, frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     schema = schema_of(table)
     lazy = frame.lazy()
     present = lazy.collect_schema()
+    if not present.names():
+        # A frame without columns has no rows: selecting only literals from it would make one all-null row.
+        return empty(table)
     unknown = [name for name in present.names() if name not in schema]
     if unknown:
         raise ValueError(f"table {table!r} has columns outside its schema: {unknown}")

@@ -122,6 +122,9 @@ def test_ingest_combines_several_files_into_one_run(data_dir: Path, tmp_path: Pa
 def test_default_name_strips_format_suffixes() -> None:
     assert default_name([Path("/x/worker0.1234.pt.trace.json.gz")]) == "worker0.1234"
     assert default_name([Path("my trace!.json")]) == "my-trace"
+    # Archives, tritonparse traces and snapshots (issue 30) are named without their suffixes too.
+    assert [default_name([Path(n)]) for n in ("job42.tar.gz", "t_mapped.ndjson.gz", "snap.pickle", "r.zip")] == [
+        "job42", "t_mapped", "snap", "r"]
 
 
 SLOW_INGEST = """

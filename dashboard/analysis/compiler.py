@@ -66,7 +66,9 @@ def step_label(row: dict[str, Any]) -> str:
     kind = {"before": "before", "after": "after", "failed": "FAILED after", "internal": "pipeliner:",
             "file": "stage"}.get(row["kind"], row["kind"])
     mark = " ✱" if row.get("changed") and row["kind"] != "file" else ""
-    return f"{row['step']} · {row['stage']} · {kind} {what}{mark}"
+    # A function-anchored pass ran on one function (an inlined helper, the kernel): name it.
+    on = f" on @{row['symbol']}" if row.get("anchor") == "function" and row.get("symbol") else ""
+    return f"{row['step']} · {row['stage']} · {kind} {what}{on}{mark}"
 
 
 @dataclass(frozen=True)

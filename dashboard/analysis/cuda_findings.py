@@ -31,9 +31,11 @@ from dashboard.analysis import cuda_memory as analysis
 from dashboard.analysis.device_findings import FRAGMENTATION_MIN
 from dashboard.analysis.finding import Finding, view_href
 from dashboard.analysis.units import format_bytes, format_ns
+from dashboard.collectors.torch_snapshot.tables import NO_HISTORY
 
 THRESHOLDS: dict[str, str] = {
-    "CUDA memory peak": "every CUDA device's peak, with the op or Python frame holding the most live bytes; "
+    "CUDA memory peak": "every accelerator's peak (cuda, HIP as cuda, xpu, mtia, ...), with the op or Python "
+                        "frame holding the most live bytes; "
                         "share of the device's memory when the trace names it, else of reserved at the peak",
     "CUDA fragmentation": f"at the peak, the largest free block under {1 - FRAGMENTATION_MIN:.0%} of the free "
                           "memory in the reserved segments (snapshots)",
@@ -55,6 +57,7 @@ class DevicePeak:
     relative: bool
     free: int | None = None  # within the segments at the peak (snapshots)
     largest_free: int | None = None
+    at_snapshot: bool = False  # no allocation history: the device's state at the snapshot is all there is
 
     @property
     def fragmentation(self) -> float | None:
@@ -78,21 +81,39 @@ def device_capacities(metadata: Mapping[str, Any]) -> dict[tuple[int, str], int]
     return found
 
 
+def device_vendors(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """`cuda:0` -> its maker where the trace names one beyond CUDA (a ROCm build's HIP devices), anywhere."""
+    found: dict[str, str] = {}
+    for key, value in metadata.items():
+        if key == "device_vendors" and isinstance(value, Mapping):
+            found.update({str(k): str(v) for k, v in value.items()})
+        elif isinstance(value, Mapping):
+            found.update(device_vendors(value))
+    return found
+
+
 def device_peaks(events: pl.DataFrame, segments: pl.DataFrame,
                  capacities: Mapping[tuple[int, str], int] | None = None) -> list[DevicePeak]:
     """The peak of every (rank, CUDA device) in `device_memory`, in rank and device order."""
     capacities = capacities or {}
     peaks: list[DevicePeak] = []
-    cuda = events.filter(pl.col("device").str.starts_with("cuda"))
+    # Every accelerator PyTorch names (cuda, also for HIP on ROCm builds; xpu, mtia, ...), the host aside.
+    cuda = events.filter(pl.col("device") != "cpu")
     for rank, device in cuda.select("rank", "device").unique().sort("rank", "device").iter_rows():
         mine = cuda.filter((pl.col("rank") == rank) & (pl.col("device") == device)).sort("time_ns", maintain_order=True)
         found = analysis.peak(mine, analysis.lifetimes(mine), device)
         if found is None:
             continue
         at = mine.row(int(mine["allocated"].arg_max()), named=True)  # type: ignore[arg-type]
+        at_snapshot = bool((mine["action"] == "snapshot").all())
+        culprit, culprit_bytes = found.culprit, found.culprit_bytes
+        if at_snapshot and culprit is None and segments.height:  # no lifetimes: the blocks' own frames
+            culprit, culprit_bytes = _snapshot_holder(segments.filter((pl.col("rank") == rank)
+                                                                      & (pl.col("device") == device)))
         peak = DevicePeak(rank, device, found.time_ns, found.time_ns - int(mine["time_ns"].min()),  # type: ignore[arg-type]
                           found.allocated, at["reserved"], mine["reserved"].max(),  # type: ignore[arg-type]
-                          found.culprit, found.culprit_bytes, capacities.get((rank, device)), bool(at["relative"]))
+                          culprit, culprit_bytes, capacities.get((rank, device)), bool(at["relative"]),
+                          at_snapshot=at_snapshot)
         state = cuda_fragmentation.layout(
             mine, segments.filter((pl.col("rank") == rank) & (pl.col("device") == device))) if segments.height else None
         if state is not None:
@@ -100,6 +121,13 @@ def device_peaks(events: pl.DataFrame, segments: pl.DataFrame,
             peak = DevicePeak(**{**peak.__dict__, "free": free, "largest_free": largest})
         peaks.append(peak)
     return peaks
+
+
+def _snapshot_holder(segments: pl.DataFrame) -> tuple[str | None, int | None]:
+    """The Python frame whose blocks hold the most bytes at a snapshot (its blocks in use)."""
+    held = segments.filter((pl.col("state") != "free") & pl.col("frame").is_not_null()).group_by("frame").agg(
+        pl.col("size").sum()).sort("size", "frame", descending=[True, False])
+    return held.row(0) if held.height else (None, None)
 
 
 def peak_href(run_id: str, peak: DevicePeak) -> str:
@@ -120,22 +148,27 @@ def _peak_finding(run_id: str, peak: DevicePeak) -> Finding:
     evidence: dict[str, Any] = {
         "peak allocated": format_bytes(peak.allocated)
                           + (" (counted from 0 at the trace start: the trace has no totals)" if peak.relative else ""),
-        "at": f"{format_ns(peak.since_start_ns)} after the device's first memory event",
+        "at": "the snapshot (its only moment)" if peak.at_snapshot
+              else f"{format_ns(peak.since_start_ns)} after the device's first memory event",
         "reserved at the peak": format_bytes(peak.reserved) if peak.reserved is not None else "unknown",
     }
     if peak.reserved:
         evidence["allocated ÷ reserved at the peak"] = f"{peak.allocated / peak.reserved:.1%}"
     if peak.capacity:
         evidence["device memory"] = format_bytes(peak.capacity)
+    if peak.at_snapshot:
+        evidence["history"] = NO_HISTORY
     if peak.culprit:
         evidence["culprit (op or Python frame holding the most live bytes)"] = peak.culprit
         held = format_bytes(peak.culprit_bytes)
         if peak.allocated:
             held += f" ({(peak.culprit_bytes or 0) / peak.allocated:.1%} of the peak)"
         evidence["culprit's live bytes at the peak"] = held
+    verb = "holds" if peak.at_snapshot else "peaks at"
+    when = " at the snapshot (no allocation history)" if peak.at_snapshot else ""
     return Finding(
         key=f"cuda_memory:peak:{peak.rank}:{peak.device}",
-        title=f"{where} peaks at {format_bytes(peak.allocated)} allocated"
+        title=f"{where} {verb} {format_bytes(peak.allocated)} allocated{when}"
               + (f" ({peak.allocated / peak.capacity:.1%} of its memory)" if peak.capacity else "") + culprit,
         share=share, share_of=share_of, at_stake_bytes=peak.allocated, url=peak_href(run_id, peak),
         advice="free or shrink what the culprit keeps alive at the peak (delete tensors once used, activation "
@@ -168,8 +201,12 @@ def cuda_memory_findings(run_id: str, events: pl.DataFrame, segments: pl.DataFra
                          metadata: Mapping[str, Any]) -> list[Finding]:
     """Peak and fragmentation findings of every CUDA device of the run."""
     found: list[Finding] = []
+    vendors = device_vendors(metadata)
     for peak in device_peaks(events, segments, device_capacities(metadata)):
-        found.append(_peak_finding(run_id, peak))
+        finding = _peak_finding(run_id, peak)
+        if peak.device in vendors:
+            finding.evidence["device"] = f"{peak.device}: {vendors[peak.device]}"
+        found.append(finding)
         fragmented = _fragmentation_finding(run_id, peak)
         if fragmented is not None:
             found.append(fragmented)

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from dashboard import schema
+from dashboard.collectors.archive_kind import archive_kind
 from dashboard.collectors.base import (
     TRUNCATED_GZIP,
     Collected,
@@ -40,6 +41,8 @@ _log = logging.getLogger(__name__)
 COLLECTOR_MODULES: tuple[str, ...] = (
     "dashboard.collectors.nsys.collector",
     "dashboard.collectors.tt.collector",
+    # Before triton_ir: a trace's compile records hold Triton metadata JSON that the cache reader would take.
+    "dashboard.collectors.tritonparse",
     "dashboard.collectors.triton_ir",
     "dashboard.collectors.triton_ws.collector",
     "dashboard.collectors.kineto.collector",
@@ -79,6 +82,8 @@ class Detection:
     groups: dict[str, list[Path]] = field(default_factory=dict)
     by_name: dict[str, Collector] = field(default_factory=dict)
     ignored: list[Path] = field(default_factory=list)
+    # Archives found in folders (by their bytes): ingest opens them like folders (`ingest.archives`).
+    archives: list[Path] = field(default_factory=list)
 
 
 def _looks_binary(head: bytes) -> bool:
@@ -132,10 +137,14 @@ def detect(paths: Iterable[Path]) -> Detection:
             files = _files_under(path)
             if not files:
                 raise IngestError(path, "the folder is empty")
-            recognised = 0
+            recognised = archives = 0
             for file in files:
                 if file.stat().st_size == 0:
                     detection.ignored.append(file)
+                    continue
+                if archive_kind(file) is not None:
+                    detection.archives.append(file)
+                    archives += 1
                     continue
                 collector = _identify_or_none(file, candidates)
                 if collector is None:
@@ -144,7 +153,7 @@ def detect(paths: Iterable[Path]) -> Detection:
                 recognised += 1
                 detection.groups.setdefault(collector.name, []).append(file)
                 detection.by_name[collector.name] = collector
-            if not recognised:
+            if not recognised and not archives:
                 raise IngestError(
                     path,
                     f"nothing recognisable in this folder ({len(files)} files looked at; "
@@ -153,12 +162,30 @@ def detect(paths: Iterable[Path]) -> Detection:
             continue
         if path.stat().st_size == 0:
             raise IngestError(path, "the file is empty")
+        kind = archive_kind(path)
+        if kind is not None:  # ingest (`ingest.archives`) opens archives before detection: a caller that did not
+            raise IngestError(path, f"a {kind} archive: ingest it with `dashboard ingest` or the upload page, "
+                                    "which open archives like folders")
         collector = identify(path, candidates)
         if collector is None:
             raise IngestError(path, _unrecognised_problem(path))
         detection.groups.setdefault(collector.name, []).append(path)
         detection.by_name[collector.name] = collector
+    _kernel_sources_with_traces(detection)
     return detection
+
+
+def _kernel_sources_with_traces(detection: Detection) -> None:
+    """Python files defining kernels go with the tritonparse traces they sit beside, when the compiler-output
+    reader has nothing else: a trace holds its kernels' IR and source, so the files are kept, not an error."""
+    ir_files = detection.groups.get("triton_ir", [])
+    if "tritonparse" not in detection.groups or not ir_files:
+        return
+    from dashboard.collectors.triton_ir import is_kernel_source  # the collector is loaded: its group exists
+
+    if all(path.suffix == ".py" and is_kernel_source(probe_file(path).head) for path in ir_files):
+        detection.groups["tritonparse"].extend(detection.groups.pop("triton_ir"))
+        detection.by_name.pop("triton_ir", None)
 
 
 def _identify_or_none(path: Path, candidates: Sequence[Collector]) -> Collector | None:

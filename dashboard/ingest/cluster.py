@@ -32,6 +32,7 @@ from typing import Any
 from dashboard.analysis.rank_summaries import reduce_summaries
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, ProgressFn, no_progress
+from dashboard.ingest.archives import UNPACKED_DIR, named_in, remove_unpacked, unpack_inputs
 from dashboard.ingest.cluster_worker import (
     TOKEN_FILE,
     FolderNotShared,
@@ -174,12 +175,17 @@ def ingest_on_cluster(store: RunStore, paths: Sequence[Path | str], client: Any,
         raise IngestError("(no input)", "nothing to ingest: give at least one file or folder")
     store.remove_stale_staging()
     refuse_symlink_inputs(inputs)
-    progress(0.0, "detecting formats")
-    detection = registry.detect(inputs)
-    files = sorted(f for group in detection.groups.values() for f in group)
-    names = source_names(inputs, [*files, *detection.ignored])
     staging = store.new_staging(name or default_name(inputs))
     try:
+        # Archives opened like folders inside the staging folder, which the workers share; the run's source
+        # keeps each archive itself, not its members (a member's source name is empty: the worker copies nothing).
+        unpacked = unpack_inputs(inputs, staging / UNPACKED_DIR, progress=progress)
+        progress(0.0, "detecting formats")
+        detection = registry.detect(unpacked.inputs)
+        files = sorted(f for group in detection.groups.values() for f in group)
+        names = source_names(inputs, [f for f in [*files, *detection.ignored] if not unpacked.is_member(f)])
+        names |= {f: "" for f in [*files, *detection.ignored] if unpacked.is_member(f)}
+        names |= source_names(inputs, list(unpacked.folders.values()))
         token = _write_token(staging)
         workers = check_workers_share(client, staging, token)
         progress(0.0, f"parsing {len(files)} files on {workers} Dask workers")
@@ -187,10 +193,12 @@ def ingest_on_cluster(store: RunStore, paths: Sequence[Path | str], client: Any,
         futures = client.map(parse_file, [str(f) for f in files], [str(staging)] * count, [token] * count,
                              list(range(count)), [names[f] for f in files], pure=False)
         parts = _gather(client, futures, staging, progress)
-        for ignored in detection.ignored:  # kept as sources, as a single-process ingest keeps them
-            target = staging / "source" / names[ignored]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(ignored, target)
+        # Kept as sources, as a single-process ingest keeps them: unrecognised files, and each archive.
+        for kept in [*(f for f in detection.ignored if names[f]), *unpacked.folders.values()]:
+            target = staging / "source" / names[kept]
+            if not target.exists():  # an archive inside an input folder is copied once
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(kept, target)
         row_counts: dict[str, int] = {}
         for part in parts:
             for table, rows in part.row_counts.items():
@@ -205,13 +213,17 @@ def ingest_on_cluster(store: RunStore, paths: Sequence[Path | str], client: Any,
         # Peaks so far: the client's own (it holds only summaries) and the largest worker's.
         stats = {"workers": workers, "files": len(files), "client_peak_rss_bytes": peak_rss_bytes(),
                  "worker_peak_rss_bytes": max(client.run(peak_rss_bytes).values(), default=0)}
-        metadata = {**_merge_metadata(parts), "summaries": sorted(summaries), "cluster": stats}
-        warnings = [f"{p}: not recognised, kept as a source but not parsed" for p in detection.ignored]
+        metadata = named_in({**_merge_metadata(parts), "summaries": sorted(summaries), "cluster": stats}, unpacked)
+        warnings = unpacked.warnings + [f"{p}: not recognised, kept as a source but not parsed"
+                                        for p in detection.ignored]
         warnings += _shared_rank_warnings(parts) + [w for part in parts for w in part.warnings]
+        warnings = [unpacked.name(w) for w in warnings]
+        remove_unpacked(staging / UNPACKED_DIR)
         collectors = sorted({c for part in parts for c in part.collectors})
         progress(None, "publishing run")
+        copied = [names[f] for f in [*files, *detection.ignored, *unpacked.folders.values()] if names.get(f)]
         run_id = store.publish_staging(staging, name or default_name(inputs), row_counts,
-                                       [names[f] for f in [*files, *detection.ignored]], inputs,
+                                       sorted(set(copied)), inputs,
                                        sum(p.parse_seconds for p in parts), collectors, metadata, warnings)
         return run_id, stats
     finally:

@@ -103,9 +103,10 @@ def parse_file(file: str, staging: str, token: str, part: int, source_name: str)
                 ranks.add(int(rank))
         row_counts[table] = frame.height
     _still_wanted(target, token)
-    source = target / "source" / source_name
-    source.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(file, source)
+    if source_name:  # empty for a member of an archive: the client keeps the archive itself
+        source = target / "source" / source_name
+        source.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(file, source)
     return PartResult(file=file, collectors=collected.collectors, row_counts=row_counts, ranks=sorted(ranks),
                       summaries=rank_summaries(collected.tables), warnings=collected.warnings,
                       metadata=collected.metadata, parse_seconds=time.perf_counter() - started, worker=host)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, ProgressFn, no_progress
+from dashboard.ingest.archives import UNPACKED_DIR, Unpacked, named_in, remove_unpacked, unpack_inputs
 from dashboard.ingest.sources import default_name, refuse_symlink_inputs, symlinks_under
 from dashboard.store import SOURCE_DIR, RunStore
 from dashboard.store.files import TableWriter, copy_sources
@@ -65,20 +66,29 @@ def ingest_paths(store: RunStore, paths: Sequence[Path | str], name: str | None 
     copying = SourceCopy(inputs, staging / SOURCE_DIR)
     # Tables a collector hands over as they are ready are written while it builds the next.
     writer = TableWriter(staging)
+    unpacked = Unpacked(inputs=inputs)
     try:
-        collected = registry.collect(inputs, progress, sink=writer.write)
+        # Archives are opened like folders; the run's source keeps the archive itself (the copy above).
+        unpacked = unpack_inputs(inputs, staging / UNPACKED_DIR, progress=progress)
+        collected = registry.collect(unpacked.inputs, progress, sink=writer.write)
+        warnings = unpacked.warnings + [unpacked.name(w) for w in collected.warnings]
         if not collected.tables and not writer.tables:
             # Say why when the rows were there but none could be kept.
-            reasons = "; ".join(w.removeprefix(f"{inputs[0]}: ") for w in collected.warnings[:3])
+            reasons = "; ".join(w.removeprefix(f"{inputs[0]}: ") for w in warnings[:3])
             raise IngestError(inputs[0], "recognised, but it holds no events or records to show"
                               + (f" ({reasons})" if reasons else ""))
         progress(None, "writing run")
         for table, frame in collected.tables.items():
             writer.write(table, frame)
         row_counts = writer.finish()
+        remove_unpacked(staging / UNPACKED_DIR)  # not part of the run: its source is the archive
         return store.publish_staging(staging, name, row_counts, copying.result(), inputs,
-                                     collected.parse_seconds, collected.collectors, collected.metadata,
-                                     skipped_links + collected.warnings)
+                                     collected.parse_seconds, collected.collectors,
+                                     named_in(collected.metadata, unpacked), skipped_links + warnings)
+    except IngestError as error:
+        if not unpacked.folders:
+            raise
+        raise IngestError(unpacked.name(error.path), unpacked.name(error.problem)) from error
     finally:
         writer.close()  # before the folder it writes into is removed
         copying.wait()

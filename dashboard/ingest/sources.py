@@ -17,7 +17,8 @@ from pathlib import Path
 from dashboard.collectors.base import IngestError
 from dashboard.store import safe_name
 
-_KNOWN_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".sqlite", ".log", ".dot", ".txt", ".csv")
+_KNOWN_SUFFIXES = (".gz", ".json", ".trace", ".pt", ".sqlite", ".log", ".dot", ".txt", ".csv", ".ndjson", ".tar",
+                    ".tgz", ".zip", ".pickle")
 
 
 def symlinks_under(paths: Sequence[Path]) -> list[Path]:

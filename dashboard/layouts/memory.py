@@ -14,6 +14,8 @@ import polars as pl
 from dash import dcc, html
 
 from dashboard.analysis.units import format_bytes
+from dashboard.collectors.tt.runtime_log import PROGRAM_LEVEL
+from dashboard.store import Run
 from dashboard.views import memory_data as analysis
 from dashboard.views.memory import State, selected_row_style, table_columns
 from dashboard.views.memory_data import MemoryData
@@ -42,6 +44,14 @@ def dropdown(component_id: str, label: str, counts: tuple[tuple[str, int], ...],
         dcc.Dropdown(id=component_id, options=[{"label": f"{name} ({n:,})", "value": name} for name, n in counts],
                      value=list(value), multi=True, placeholder=placeholder, style={"minWidth": width}),
     ], className="d-flex align-items-center me-3")
+
+
+def granularity_note(run: Run) -> Any:
+    """For a log with program-level memory states only: what its points are and that per-op detail is absent."""
+    if (run.info.metadata.get("tt_memory") or {}).get("granularity") != "program":
+        return None
+    return dbc.Alert(f"This log has {PROGRAM_LEVEL}. Each point is one snapshot before or after a program submit.",
+                     color="info", className="py-2 small", id="memory-program-level")
 
 
 # ---- panels -------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, clientside_callback, ctx, dcc, html
 
+from dashboard.layouts.compiler_launches import launches_section
 from dashboard.layouts.compiler_panels import PANELS, links, panels
 from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.server_state import current_store
@@ -84,6 +85,7 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
                      panel("Diff", "diff")], md=7),
         ]),
         chart("compiler-memory", view.memory_chart(chosen, state.compile), "compiler-memory-plan"),
+        html.Div(launches_section(chosen, state.compile), id="compiler-launches"),
     ], id="compiler-page")
 
 
@@ -136,15 +138,16 @@ def render_state(drawn: dict[str, Any] | None, run_id: str) -> tuple[Any, ...]:
 @callback(
     Output("compiler-memory", "figure"),
     Output("compiler-links", "children"),
+    Output("compiler-launches", "children"),
     Input("compiler-compile", "value"),
     State("compiler-run", "data"),
     prevent_initial_call=True,
 )
-def render_compile(compile_value: Any, run_id: str) -> tuple[Any, Any]:
-    """What depends on the compile alone: its memory plan and the links to other pages."""
+def render_compile(compile_value: Any, run_id: str) -> tuple[Any, Any, Any]:
+    """What depends on the compile alone: its memory plan, the links to other pages, its launches."""
     run = current_store().open(run_id)
     state = view.State.from_query({"compile": compile_value}, run)
-    return view.memory_chart(run, state.compile), links(run, state)
+    return view.memory_chart(run, state.compile), links(run, state), launches_section(run, state.compile)
 
 
 @callback(

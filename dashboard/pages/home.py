@@ -99,8 +99,9 @@ def _upload_card() -> dbc.Card:
                     children=html.Div([
                         html.Strong("Drop files here or click to choose"),
                         html.Div("PyTorch-profiler traces (.json/.json.gz, several ranks at once), Nsight "
-                                 "Systems .sqlite exports, Tenstorrent memory logs and JSON, Triton "
-                                 "warp-specialization DOT dumps and debug logs", className="small text-muted"),
+                                 "Systems .sqlite exports, allocator snapshots (.pickle), Tenstorrent memory logs "
+                                 "and JSON, Triton dumps and tritonparse traces, warp-specialization DOT dumps; "
+                                 "or a .tar.gz / .zip of them", className="small text-muted"),
                     ]),
                     className="upload-zone",
                 ),

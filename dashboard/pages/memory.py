@@ -34,6 +34,7 @@ from dashboard.layouts.memory import (
     TABLE_ID,
     detail_panel,
     dropdown,
+    granularity_note,
     ops_table,
     peak_cards,
     radio,
@@ -100,6 +101,7 @@ def tenstorrent_layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> 
         "Drag across the curves to brush an op range (it filters the table, statistics and growth bars); use the "
         "zoom tool to zoom in at full detail, double-click to reset. Click a point, a bar or a row to open an op. "
         "Grey bands: const-eval programs (weights prepared on the device).", className="text-muted d-block mb-2")
+    hint = granularity_note(chosen) or hint
     return html.Div([
         header,
         dcc.Store(id="memory-run", data=chosen.id),

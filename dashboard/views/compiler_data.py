@@ -70,7 +70,16 @@ def python_source(run: Run, file: str) -> tuple[str, ...] | None:
                 return tuple(candidate.read_text(errors="replace").split("\n"))
         except OSError:
             continue
-    return None
+    return _traced_python_source(run, file)
+
+
+def _traced_python_source(run: Run, file: str) -> tuple[str, ...] | None:
+    """The kernel's source a tritonparse trace carried (`ir_kernels.python_text_id`), padded to the file's lines."""
+    kernels = compiler_data(run).kernels
+    if "python_text_id" not in kernels.columns:
+        return None
+    found = kernels.filter((pl.col("python_file") == file) & pl.col("python_text_id").is_not_null())
+    return tuple(ir_text(run, int(found["python_text_id"][0])).split("\n")) if found.height else None
 
 
 def profile_runs_with_kernel(run: Run, kernel: str, limit: int = 20) -> tuple[str, ...]:

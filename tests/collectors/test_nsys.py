@@ -167,7 +167,11 @@ def test_missing_tables_and_columns_are_tolerated(tmp_path: Path) -> None:
         (ExportOptions(rank=4), "anything.sqlite", 4, "NVTX thread name"),
         (ExportOptions(rank=5, rank_thread_name=False, rank_env=True), "x.sqlite", 5, "environment"),
         (ExportOptions(rank_thread_name=False), "job_rank2.sqlite", 2, "file name"),
-        (ExportOptions(rank_thread_name=False), "saxpy_perlmutter6.sqlite", 6, "file name"),
+        (ExportOptions(rank_thread_name=False), "profile_6.sqlite", 6, "file name"),
+        # A digit glued to the user's own word is no rank (issue 30): the trace's fields, else 0.
+        (ExportOptions(rank_thread_name=False), "saxpy_perlmutter6.sqlite", 0, "default"),
+        (ExportOptions(rank_thread_name=False), "foo_report1.sqlite", 0, "default"),
+        (ExportOptions(rank=2), "foo_report1.sqlite", 2, "NVTX thread name"),
         (ExportOptions(rank_thread_name=False), "report3.sqlite", 0, "default"),
     ],
 )

@@ -195,7 +195,7 @@ def test_zero_size_trace_region_has_zero_fragmentation(story_tables: dict[str, p
     (lambda lines: lines[:-4], "ends inside the memory block of op 7"),
     (lambda lines: [x for x in lines if "memory state" not in x], "no memory lines"),
     (lambda lines: [x for x in lines if "memory state" not in x and "Executing" not in x] +
-     [runtime_line("Always", "INFO", "Device memory state before submit")], "program-level"),
+     [runtime_line("Always", "INFO", "Device memory state before submit")], "program-level memory state headers"),
 ])
 def test_bad_logs_raise_clear_errors(tmp_path: Path, mangle, problem: str) -> None:
     lines = [x for x in story().lines if "Finished execution of program: main" not in x]
@@ -257,3 +257,70 @@ def test_headers_without_op_lines_and_op_lines_without_memory(tmp_path: Path) ->
     assert collected.tables["op_memory"].filter(pl.col("op_index") == 6)["op_type"][0] == "DeallocateOp"
     assert meta["profiler_index"].to_list() == [None] * 8 + [0]
     assert any("2 'Executing operation' lines had no memory block" in w for w in collected.warnings)
+
+
+def test_a_fatal_out_of_memory_printed_twice_is_counted_once(tmp_path: Path) -> None:
+    # tt-metal's TT_FATAL prints the message; the Python RuntimeError carrying it up prints it again.
+    message = ("Out of Memory: Not enough space to allocate 2147483648 B DRAM buffer across 12 banks, where each "
+               "bank needs to store 178956800 B, but bank size is 1073741824 B (allocated: 1048576 B, free: "
+               "1072693248 B, largest free block: 1072693248 B)")
+    log = story().other(runtime_line("Always", "FATAL", message)).other(
+        "RuntimeError: TT_FATAL @ /tt-metal/tt_metal/impl/allocator/bank_manager.cpp:439: false").other(
+        "info:").other(message)
+    collected = COLLECTOR.collect([log.write(tmp_path)], no_progress)
+    (oom,) = collected.metadata["out_of_memory"]
+    assert (oom["op_index"], oom["bytes"], oom["buffer_type"], oom["banks"], oom["repeats"]) == (
+        7, 2147483648, "DRAM", 12, 2)
+    found = [w for w in collected.warnings if "out of DRAM memory" in w]
+    assert found == [f"{tmp_path / 'model_profile.log'}: out of DRAM memory in op 7 (rank 0): 2,147,483,648 B "
+                     "across 12 banks could not be allocated (reported 2 times)"]
+
+
+def _submit(log: Log, moment: str, dram: float) -> Log:
+    """One program-level block: `Device memory state <moment>` and its four MemoryView lines."""
+    log.other(runtime_line("Always", "INFO", f"Device memory state {moment}"))
+    views = {"DRAM": (12, 1000.0, dram, 1000.0 - dram, 1000.0 - dram), "L1": (64, 1.25, 0.0, 1.25, 1.25),
+             "L1_SMALL": (64, 0.0625, 0.0, 0.0625, 0.0625), "TRACE": (12, 0.0, 0.0, 0.0, 0.0)}
+    log.lines += [memory_line(bt, *views[bt]) for bt in views]
+    return log
+
+
+def test_a_program_level_log_is_a_per_submit_curve(tmp_path: Path) -> None:
+    log = Log().other("Loading model ...")
+    for dram_before, dram_after in ((1.0, 11.0), (11.0, 211.0), (211.0, 12.0)):
+        log.program("main")
+        _submit(log, "before submit", dram_before)
+        _submit(log, "after submit", dram_after)
+        log.program("main", start=False)
+    path = log.write(tmp_path)
+    collected = registry.collect([path])
+    assert collected.collectors == ["tt_memory"]
+    memory = collected.tables["op_memory"]
+    dram = memory.filter(pl.col("buffer_type") == "DRAM").sort("op_index")
+    assert dram["op_index"].to_list() == list(range(6))
+    assert dram["op_type"].to_list() == ["before submit", "after submit"] * 3
+    assert dram["allocated_per_bank"].to_list() == [round(v * MIB) for v in (1.0, 11.0, 11.0, 211.0, 211.0, 12.0)]
+    assert dram["allocated"].to_list() == [12 * round(v * MIB) for v in (1.0, 11.0, 11.0, 211.0, 211.0, 12.0)]
+    assert set(dram["program"]) == {"main"} and dram["mlir_op"].null_count() == 6
+    assert memory.height == 24
+    assert collected.metadata["tt_memory"]["granularity"] == "program"
+    assert collected.metadata["tt_memory"]["submits"] == 3
+    assert f"{path}: program-level memory states only (before and after each submit): the curve is per submit; " \
+           "per-op detail is absent (run with TT_RUNTIME_MEMORY_LOG_LEVEL=operation for it)" in collected.warnings
+    peaks = analysis.peaks(memory).filter(pl.col("buffer_type") == "DRAM")
+    assert peaks["allocated_per_bank"].to_list() == [round(211.0 * MIB)]
+
+
+def test_the_memory_page_says_per_op_detail_is_absent(tmp_path: Path) -> None:
+    from dashboard.ingest.pipeline import ingest_paths
+    from dashboard.layouts.memory import granularity_note
+    from dashboard.store import RunStore
+
+    log = Log()
+    for before, after in ((1.0, 11.0), (11.0, 5.0)):
+        _submit(log, "before submit", before)
+        _submit(log, "after submit", after)
+    store = RunStore(tmp_path / "data")
+    alert = granularity_note(store.open(ingest_paths(store, [log.write(tmp_path / "in")])))
+    assert alert is not None and "per-op detail is absent" in alert.children
+    assert granularity_note(store.open(ingest_paths(store, [story().write(tmp_path / "ops")]))) is None

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.fuzz_seeds import GZIP, SQLITE, Seed, stored_bytes
+from tests.support.fuzz_seeds import PACKED, SQLITE, Seed, stored_bytes
 
 # Values that have broken parsers: float overflow in ns, i64 edges, past u64, a 32-digit int, NaN.
 EXTREMES = ("1e30", "-1e30", "1e308", "-9223372036854775808", "9223372036854775807", "18446744073709551616",
@@ -209,12 +209,15 @@ def mutations_for(seed: Seed) -> tuple[str, ...]:
     if seed.storage == SQLITE:
         return (*SQL_MUTATIONS, "bit_flip", "truncate", "garbage")
     names = tuple(BYTE_MUTATIONS)
-    return (*names, "raw_bit_flip", "raw_truncate") if seed.storage == GZIP else names
+    return (*names, "raw_bit_flip", "raw_truncate") if seed.storage in PACKED else names
+
+
+_JSON_FORMATS = ("kineto_devices", "tritonparse_raw", "tritonparse_mapped", "archive_tgz", "archive_zip")
 
 
 def _flavour(format_name: str) -> str:
     return "dot" if format_name.startswith("dot") else "json" if "json" in format_name or "gz" in format_name \
-        else "text"
+        or format_name in _JSON_FORMATS else "text"
 
 
 def mutate(seed: Seed, mutation: str, rng: random.Random) -> bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import signal
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ import polars as pl
 
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError
+from dashboard.ingest.archives import Unpacked, unpack_inputs
 
 OK = "ok"
 ERROR = "one-line error"
@@ -105,15 +107,26 @@ def classify_error(error: IngestError, inputs: Sequence[Path]) -> Outcome:
     return Outcome(ERROR, 0.0, message)
 
 
+def _collect(paths: Sequence[Path]) -> registry.CollectedRun:
+    """As ingest reads its inputs: archives opened like folders (`ingest.archives`), then the registry."""
+    with tempfile.TemporaryDirectory(prefix="fuzz-unpacked-") as into:
+        unpacked = Unpacked(inputs=list(paths))
+        try:
+            unpacked = unpack_inputs(list(paths), Path(into) / "u")
+            return registry.collect(unpacked.inputs)
+        except IngestError as error:
+            raise IngestError(unpacked.name(error.path), unpacked.name(error.problem)) from error
+
+
 def ingest_outcome(paths: Sequence[Path], timeout: float | None = None) -> Outcome:
     """Run the real ingest on `paths` and classify what happened (`timeout` uses SIGALRM)."""
     started = time.perf_counter()
     try:
         if timeout is None:
-            run = registry.collect(list(paths))
+            run = _collect(paths)
         else:
             with time_limit(timeout):
-                run = registry.collect(list(paths))
+                run = _collect(paths)
     except CaseTimeout as exc:
         outcome = Outcome(HANG, 0.0, str(exc))
     except IngestError as exc:

@@ -18,14 +18,20 @@ from pathlib import Path
 from dashboard.demo import kineto_trace, nsys_export, torch_snapshot, tt_memory_log, ws_dumps
 from dashboard.demo.tinygrad_generated import demo_pair
 from dashboard.demo.triton_ir_text import generated_log
+from tests.support import fuzz_shapes
 
 _DEMO_KERNELS = Path(kineto_trace.__file__).with_name("triton_kernels_src.py")
 
 # How a seed's bytes are stored on disk, which decides how it is mutated.
-TEXT, GZIP, SQLITE = "text", "gzip", "sqlite"
+TEXT, GZIP, SQLITE, TAR_GZ, ZIP = "text", "gzip", "sqlite", "tar.gz", "zip"
+# Stored packed: content mutations are packed afterwards, `raw_` mutations damage the packed bytes.
+PACKED = (GZIP, TAR_GZ, ZIP)
 
 FORMATS = ("kineto_json", "kineto_gz", "nsys", "tt_log", "tt_json", "dot_planner", "dot_plain", "triton_ir",
-           "torch_snapshot", "tinygrad")
+           "torch_snapshot", "tinygrad",
+           # The shapes of issue 30 (tests/support/fuzz_shapes.py).
+           "snapshot_list", "snapshot_no_history", "kineto_devices", "tritonparse_raw", "tritonparse_mapped",
+           "archive_tgz", "archive_zip", "tt_program_log", "mlir_functions")
 
 # Kineto events kept in the seed (of ~2,500): a few hundred kernels, ops and runtime calls.
 _KINETO_EVENTS = 1000
@@ -128,9 +134,30 @@ def build_seeds() -> dict[str, list[Seed]]:
         "tinygrad": [Seed("tinygrad", name, name, data) for name, data in zip(("rewrites.pkl", "profile.pkl"),
                                                                               demo_pair().files(), strict=True)],
     }
+    snapshots = fuzz_shapes.snapshot_shapes()
+    seeds |= {
+        "snapshot_list": [Seed("snapshot_list", "segments.pickle", "segments.pickle", snapshots["list"])],
+        "snapshot_no_history": [Seed("snapshot_no_history", "snapshot.pickle", "snapshot.pickle",
+                                     snapshots["no_history"])],
+        "kineto_devices": [Seed("kineto_devices", "rocm.json", "rocm.pt.trace.json", fuzz_shapes.kineto_devices())],
+        "tritonparse_raw": [Seed("tritonparse_raw", "trace.ndjson", "dedicated_log_triton_trace_x.ndjson",
+                                 fuzz_shapes.tritonparse_records())],
+        "tritonparse_mapped": [Seed("tritonparse_mapped", "trace_mapped.ndjson.gz",
+                                    "dedicated_log_triton_trace_x_mapped.ndjson.gz",
+                                    fuzz_shapes.tritonparse_records(mapped=True), GZIP)],
+        # A rank's trace in an archive: the content is the trace, packed after each mutation.
+        "archive_tgz": [Seed("archive_tgz", "job.tar.gz", "job.tar.gz", kineto, TAR_GZ)],
+        "archive_zip": [Seed("archive_zip", "job.zip", "job.zip", kineto, ZIP)],
+        "tt_program_log": [Seed("tt_program_log", "program.log", f"{_TT_RUN}/model_profile.log",
+                                fuzz_shapes.tt_program_log())],
+        "mlir_functions": [Seed("mlir_functions", "h200_dump.txt", "triton_mlir_dump.txt",
+                                fuzz_shapes.mlir_function_dump())],
+    }
     return seeds
 
 
 def stored_bytes(seed: Seed, content: bytes) -> bytes:
-    """What goes on disk for a (mutated) content of a text or gzip seed."""
+    """What goes on disk for a (mutated) content of a text, gzip or archive seed."""
+    if seed.storage in (TAR_GZ, ZIP):
+        return fuzz_shapes.pack(content, "rank-0.pt.trace.json", seed.storage)
     return gzip.compress(content, compresslevel=1, mtime=0) if seed.storage == GZIP else content

@@ -64,7 +64,7 @@ from dashboard.collectors.kineto.attribution import (
 )
 from dashboard.collectors.kineto.census import census_warnings
 from dashboard.collectors.kineto.decode import DecodedTrace, decode_file
-from dashboard.collectors.kineto.memory import device_memory_table
+from dashboard.collectors.kineto.memory import DEVICE_VENDORS, device_memory_table, device_vendors
 from dashboard.collectors.kineto.parallel import decode_parallel
 from dashboard.collectors.kineto.ranges import annotate, prepare
 from dashboard.collectors.kineto.tables import assign_ranks, file_metadata, normalise
@@ -165,6 +165,9 @@ class KinetoCollector:
         if ranges.height:  # last: written while the kernels table was built, it lifted the peak ~30 MB at 262 MB
             emit("ranges", ranges_table(ranges))
         if frames["memory"].height:
+            vendors = device_vendors(frames["memory"])
+            if any(vendor != DEVICE_VENDORS[1] for vendor in vendors.values()):  # CUDA goes without saying
+                metadata["device_vendors"] = vendors
             memory, memory_warnings = device_memory_table(frames.pop("memory"), ranges)
             emit("device_memory", memory)
             warnings += [f"{', '.join(map(str, sources))}: {warning}" for warning in memory_warnings]

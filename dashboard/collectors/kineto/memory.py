@@ -1,7 +1,8 @@
 """Kineto `[memory]` instants -> the `device_memory` table.
 
 `profile_memory=True` writes one instant per allocation and free on the
-thread that made it: `Device Type` (0 CPU, 1 CUDA), `Device Id`, `Addr`,
+thread that made it: `Device Type` (c10's DeviceType: 0 CPU, 1 CUDA, 6 HIP, 12 XPU, 19 MTIA, ...),
+`Device Id`, `Addr`,
 `Bytes` (negative on free) and, in traces since 2022, the caching
 allocator's `Total Allocated` / `Total Reserved` after the event. 2021
 traces carry `Bytes` only: `allocated` is then the running sum of `Bytes`
@@ -18,9 +19,31 @@ import polars as pl
 
 from dashboard.collectors.kineto.nesting import enclosing
 from dashboard.collectors.kineto.ranges import OP_CATEGORIES, TRACK
-from dashboard.schema import conform
+from dashboard.schema import conform, empty
 
-_DEVICE_NAMES = {0: "cpu", 1: "cuda"}
+# c10::DeviceType (torch/headeronly/core/DeviceType.h) -> the name PyTorch gives the device. A ROCm build
+# names its HIP devices `cuda` (torch.device("cuda:0") on an AMD GPU), so HIP events are `cuda:N` too, and
+# the vendor is kept beside the name (`device_vendors`).
+DEVICE_NAMES = {0: "cpu", 1: "cuda", 2: "mkldnn", 3: "opengl", 4: "opencl", 5: "ideep", 6: "cuda", 7: "fpga",
+                8: "maia", 9: "xla", 10: "vulkan", 11: "metal", 12: "xpu", 13: "mps", 14: "meta", 15: "hpu",
+                16: "ve", 17: "lazy", 18: "ipu", 19: "mtia", 20: "privateuseone"}
+DEVICE_VENDORS = {1: "NVIDIA CUDA", 6: "AMD HIP (ROCm build: PyTorch names the device cuda)", 12: "Intel XPU",
+                  13: "Apple MPS", 15: "Intel Gaudi HPU", 19: "Meta MTIA", 9: "XLA"}
+_DEVICE_NAMES = DEVICE_NAMES
+
+
+def device_vendors(memory: pl.DataFrame) -> dict[str, str]:
+    """`device` name -> who makes it, for the device types a name does not tell apart (HIP is `cuda`)."""
+    if memory.height == 0 or "device_type" not in memory.columns:
+        return {}
+    pairs = memory.select("device_type", "device_id").unique().drop_nulls("device_type")
+    found: dict[str, str] = {}
+    for device_type, device_id in pairs.iter_rows():
+        vendor = DEVICE_VENDORS.get(device_type)
+        name = DEVICE_NAMES.get(device_type)
+        if vendor and name and name != "cpu":
+            found[f"{name}:{device_id or 0}"] = vendor
+    return found
 
 
 def _device() -> pl.Expr:
@@ -40,7 +63,7 @@ def device_memory_table(memory: pl.DataFrame, ranges: pl.DataFrame) -> tuple[pl.
     """
     warnings: list[str] = []
     if memory.height == 0:
-        return conform("device_memory", pl.DataFrame()), warnings
+        return empty("device_memory"), warnings
     unsized = memory.get_column("mem_bytes").is_null()
     if unsized.any():
         warnings.append(f"skipped {int(unsized.sum()):,} [memory] events without `Bytes`")

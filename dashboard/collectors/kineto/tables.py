@@ -11,7 +11,6 @@ one file, so two files of the same rank never mix their id spaces.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +20,8 @@ import polars as pl
 
 from dashboard.collectors.base import IngestError
 from dashboard.collectors.kineto.decode import DecodedTrace
+from dashboard.collectors.rank_names import rank_from_name
 
-_RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[-_]?(\d+)", re.IGNORECASE)
 # `rank` is Int32 in every table.
 MAX_RANK = 2**31 - 1
 # Bounds that keep base + ts + dur inside int64 ns (3e18 ns is about 95 years):
@@ -39,12 +38,6 @@ class Events:
 
     frames: dict[str, pl.DataFrame]
     warnings: list[str] = field(default_factory=list)
-
-
-def rank_from_name(path: Path) -> int | None:
-    """`rank-3`, `_rank_3`, `rank3of8` in a file name give rank 3."""
-    match = _RANK_IN_NAME.search(path.name)
-    return int(match.group(1)) if match else None
 
 
 def _info_rank(trace: DecodedTrace) -> int | None:

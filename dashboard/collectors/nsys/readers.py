@@ -9,7 +9,6 @@ is described in `collector`.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from dashboard.collectors.base import is_gzip
 from dashboard.collectors.nsys import enums as nsys_enums
 from dashboard.collectors.nsys.db import Export
 from dashboard.collectors.nsys.nvtx import call_ranges, launch_ranges, nest
+from dashboard.collectors.rank_names import rank_from_name
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -171,12 +171,9 @@ def _rank(db: Export) -> tuple[int, str]:
         for name in _RANK_ENV:
             if str(found.get(name, "")).strip().isdigit():
                 return int(found[name]), f"environment variable {name}"
-    stem = db.path.name.split(".")[0]
-    match = re.search(r"(?i)rank[_-]?(\d+)", stem) or (
-        None if re.fullmatch(r"report\d+", stem) else re.search(r"(?<!\d)(\d{1,4})$", stem)
-    )
-    if match:
-        return int(match.group(1)), "file name"
+    named = rank_from_name(db.path)
+    if named is not None:
+        return named, "file name"
     return 0, "default"
 
 

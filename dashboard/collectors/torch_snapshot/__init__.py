@@ -8,9 +8,17 @@ and `device_traces` (per device, the allocator's recent actions: `alloc`,
 when `torch.cuda.memory._record_memory_history()` was on. Format reference:
 PyTorch's `torch/cuda/memory.py` (`_snapshot`) and `torch/cuda/_memory_viz.py`.
 
+Shapes read (each tested on a snapshot of torch's layout): the dict with
+`device_traces` (one list per device), with or without `time_us` (before
+PyTorch 2.1) and `allocator_settings`; the dict without traces or with empty
+ones (history recording off); the bare list of segments that
+`torch.cuda.memory_snapshot()` returns and people pickle.
+
 Tables: `device_memory` (one row per trace action, curves rebuilt as in
-`tables`) and `memory_segments` (one row per block at the end). Rank comes
-from the file name (`rank-3`), else the file's position.
+`tables`; without history one `snapshot` row per device holding its
+allocated and reserved bytes at the snapshot, and a warning that says so) and
+`memory_segments` (one row per block at the end). Rank comes from the file
+name (`collectors.rank_names`), else the file's position.
 
 How bad input is handled: the pickle is never allowed to import or call
 anything (`unpickle`): such a file, a truncated or corrupt pickle, or a
@@ -33,9 +41,16 @@ from typing import Any
 import polars as pl
 
 from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, is_gzip, open_source
-from dashboard.collectors.kineto.tables import rank_from_name
+from dashboard.collectors.rank_names import rank_from_name
 from dashboard.collectors.torch_snapshot.bounded import can_bound, load_whole
-from dashboard.collectors.torch_snapshot.tables import FrameNamer, device_memory, entries_frame, segments_frame
+from dashboard.collectors.torch_snapshot.tables import (
+    NO_HISTORY,
+    FrameNamer,
+    device_memory,
+    entries_frame,
+    segments_frame,
+    state_at_snapshot,
+)
 from dashboard.collectors.torch_snapshot.unpickle import STREAM_ABOVE_BYTES, OnEntries, RefusedPickle, load_streaming
 
 BATCH = 100_000  # trace entries turned into columns at a time
@@ -96,6 +111,20 @@ def _load(path: Path, size: int) -> tuple[Any, list[pl.DataFrame], dict[int, int
     return snapshot, parts, numbers, namer, refused[0]
 
 
+def _as_snapshot(path: Path, loaded: Any) -> dict[str, Any]:
+    """The snapshot dict: as `_dump_snapshot` wrote it, or built around the list of segments
+    `torch.cuda.memory_snapshot()` returns (as `torch.cuda._memory_viz` reads one)."""
+    if isinstance(loaded, dict) and {"segments", "device_traces"} & loaded.keys():
+        return loaded
+    if isinstance(loaded, list) and loaded and all(isinstance(s, dict) and "blocks" in s for s in loaded):
+        return {"segments": loaded, "device_traces": []}
+    if isinstance(loaded, list) and not loaded:
+        raise IngestError(path, "an empty list of allocator segments (the snapshot was taken with nothing allocated)")
+    kind = type(loaded).__name__
+    raise IngestError(path, f"not an allocator snapshot: a pickled {kind} without `segments` or `device_traces` "
+                            "(nor a list of segments)")
+
+
 class TorchSnapshotCollector:
     name = "torch_snapshot"
     description = "PyTorch CUDA allocator snapshot (torch.cuda.memory._dump_snapshot .pickle)"
@@ -104,7 +133,9 @@ class TorchSnapshotCollector:
         head = probe.head
         if len(head) < 2 or head[0] != pickle.PROTO[0] or head[1] not in _PROTOCOLS:
             return False
-        return b"segments" in head[:4096] or b"device_traces" in head
+        # The dict `_dump_snapshot` writes, or the list of segments `torch.cuda.memory_snapshot()` returns.
+        return b"segments" in head[:4096] or b"device_traces" in head or (
+            b"total_size" in head[:4096] and b"address" in head[:4096])
 
     def collect(self, sources: Sequence[Path], progress: ProgressFn) -> Collected:
         sources = [Path(source) for source in sources]
@@ -122,10 +153,7 @@ class TorchSnapshotCollector:
             snapshot, parts, numbers, namer, refused = _load(path, size)
             if refused:
                 warnings.append(f"{path}: {refused:,} trace entries that are not dicts (damaged) were left out")
-            if not isinstance(snapshot, dict) or not ({"segments", "device_traces"} & snapshot.keys()):
-                kind = type(snapshot).__name__
-                raise IngestError(path, f"not an allocator snapshot: a pickled {kind} without `segments` or "
-                                        "`device_traces`")
+            snapshot = _as_snapshot(path, snapshot)
             blocks = segments_frame(snapshot.get("segments"), namer, rank)
             traces = snapshot.get("device_traces")
             devices = {numbers[id(trace)]: position for position, trace in enumerate(traces or [])
@@ -133,9 +161,18 @@ class TorchSnapshotCollector:
             del snapshot, traces
             table, found = device_memory(parts, devices, blocks, rank)
             warnings += [f"{path}: {warning}" for warning in found]
+            # Devices without trace entries (recording off, or on for other devices only): their state at the
+            # snapshot, placed after the last traced action (the snapshot is taken after it).
+            untraced = blocks.filter(~pl.col("device").is_in(table["device"].unique().implode()))
+            if untraced.height:
+                last = int(table["time_ns"].max()) if table.height else 0  # type: ignore[arg-type]
+                table = pl.concat([table, state_at_snapshot(untraced, rank, last)])
+                devices_text = ", ".join(sorted(untraced["device"].unique()))
+                warnings.append(f"{path}: {NO_HISTORY}" + (f" for {devices_text}" if table.height > untraced[
+                    "device"].n_unique() else ""))
             if table.height == 0:
-                warnings.append(f"{path}: no allocator trace (record it with "
-                                "torch.cuda.memory._record_memory_history() before the snapshot)")
+                warnings.append(f"{path}: the snapshot holds no segments and no trace entries (nothing was "
+                                "allocated on any device)")
             memory.append(table)
             segments.append(blocks)
             files.append({"path": str(path), "rank": rank, "trace_entries": table.height, "blocks": blocks.height})

@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from dashboard.schema import conform
+from dashboard.schema import conform, empty
 
 _MISSING = object()
 _GROWS_ALLOCATED = {"alloc": 1, "free_completed": -1}
@@ -107,35 +107,72 @@ def entries_frame(number: int, first: int, entries: Sequence[dict[str, Any]], na
     ])
 
 
+def _int(value: Any) -> int | None:
+    return value if type(value) is int and -(2**63) <= value < 2**63 else None
+
+
+def _text(value: Any) -> str | None:
+    return value if type(value) is str else None
+
+
 def segments_frame(segments: Any, namer: FrameNamer, rank: int) -> pl.DataFrame:
-    """One row per block of every segment, with its segment and top frame."""
+    """One row per block of every segment, with its segment and top frame.
+
+    A field of the wrong type (a damaged snapshot: a dict where a size belongs) is read as absent; such
+    blocks then fail the table's checks (no size) rather than the whole file."""
     rows: list[dict[str, Any]] = []
     for segment in segments if isinstance(segments, list) else []:
         if not isinstance(segment, dict):
             continue
-        offset = segment.get("address")
-        for block in segment.get("blocks") or []:
+        offset = _int(segment.get("address"))
+        blocks = segment.get("blocks")
+        for block in blocks if isinstance(blocks, list) else []:
+            if not isinstance(block, dict):
+                continue
             frames = block.get("frames")
-            if frames is None and block.get("history"):  # snapshots before PyTorch 2.1
-                frames = block["history"][0].get("frames")
-            size = block.get("size")
+            history = block.get("history")
+            if frames is None and isinstance(history, list) and history and isinstance(history[0], dict):
+                frames = history[0].get("frames")  # snapshots before PyTorch 2.1
+            size = _int(block.get("size"))
+            state = _text(block.get("state"))
             rows.append({
-                "device": f"cuda:{segment.get('device', 0)}",
-                "segment_addr": segment.get("address"),
-                "segment_size": segment.get("total_size"),
-                "addr": block.get("address", offset),
+                "device": f"cuda:{_int(segment.get('device')) or 0}",
+                "segment_addr": _int(segment.get("address")),
+                "segment_size": _int(segment.get("total_size")),
+                "addr": _int(block.get("address")) if "address" in block else offset,
                 "size": size,
-                "requested_size": block.get("requested_size", size if block.get("state") != "inactive" else None),
-                "state": _STATES.get(block.get("state"), block.get("state")),
-                "stream": segment.get("stream"),
-                "frame": namer.top(frames) if block.get("state") != "inactive" else None,
+                "requested_size": _int(block.get("requested_size")) if "requested_size" in block
+                else (size if state != "inactive" else None),
+                "state": _STATES.get(state, state) if state is not None else None,
+                "stream": _int(segment.get("stream")),
+                "frame": namer.top(frames) if state != "inactive" else None,
             })
-            if isinstance(offset, int) and isinstance(size, int):
+            if offset is not None and size is not None:
                 offset += size
-    frame = pl.DataFrame(rows, schema_overrides={"segment_addr": pl.Int64, "segment_size": pl.Int64,
-                                                 "addr": pl.Int64, "size": pl.Int64, "requested_size": pl.Int64,
-                                                 "stream": pl.Int64}, strict=False)
-    return conform("memory_segments", frame.with_columns(pl.lit(rank, pl.Int32).alias("rank")) if rows else frame)
+    schema = {"device": pl.String, "segment_addr": pl.Int64, "segment_size": pl.Int64, "addr": pl.Int64,
+              "size": pl.Int64, "requested_size": pl.Int64, "state": pl.String, "stream": pl.Int64,
+              "frame": pl.String}
+    frame = pl.DataFrame(rows, schema=schema)
+    return conform("memory_segments", frame.with_columns(pl.lit(rank, pl.Int32).alias("rank")))
+
+
+NO_HISTORY = "no allocation history recorded (enable `_record_memory_history`)"
+
+
+def state_at_snapshot(segments: pl.DataFrame, rank: int, time_ns: int = 0) -> pl.DataFrame:
+    """One `snapshot` row per device of a snapshot without history: allocated (blocks in use or awaiting
+    their free, as the curves count them) and reserved (segment sizes) at the snapshot, at `time_ns` on the
+    snapshot's own clock (a snapshot without any trace names no time: 0)."""
+    if segments.height == 0:
+        return empty("device_memory")
+    per_device = segments.group_by("device").agg(
+        pl.col("size").filter(pl.col("state") != "free").sum().alias("allocated"),
+        pl.col("segment_size").filter(pl.col("segment_addr").is_first_distinct()).sum().alias("reserved"),
+    ).sort("device")
+    return conform("device_memory", per_device.select(
+        pl.lit(rank, pl.Int32).alias("rank"), "device", pl.lit(time_ns, pl.Int64).alias("time_ns"),
+        pl.lit(0, pl.Int64).alias("bytes_delta"), "allocated", "reserved", pl.lit(False).alias("relative"),
+        pl.lit("snapshot").alias("action")))
 
 
 def device_memory(parts: list[pl.DataFrame], devices: dict[int, int], segments: pl.DataFrame,
@@ -143,7 +180,7 @@ def device_memory(parts: list[pl.DataFrame], devices: dict[int, int], segments: 
     """`device_memory` rows of all trace batches; `devices` maps a trace list's number to its device index."""
     warnings: list[str] = []
     if not parts:
-        return conform("device_memory", pl.DataFrame()), warnings
+        return empty("device_memory"), warnings
     trace = pl.concat(parts).with_columns(
         pl.concat_str([pl.lit("cuda:"), pl.col("list").replace_strict(devices, default=None).cast(pl.String)])
         .alias("device"),

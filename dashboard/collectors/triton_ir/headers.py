@@ -35,8 +35,11 @@ def find_headers(block: bytes) -> list[tuple[int, int]]:
 # Headers are split with string methods and single-path patterns (no `.+?` followed by optional
 # groups), so a crafted header line costs time linear in its length (issue 14: no regex backtracking).
 _MLIR_PREFIX, _MLIR_SUFFIX = "// -----// IR Dump ", " //----- //"
-# The tail after the last ` ('`: `builtin.module' operation)` or `tt.func' operation: @add_kernel)`.
-_ANCHOR = re.compile(r"(?P<anchor>[\w.]++)' operation(?:: @(?P<symbol>[^)]++))?\)")
+# The tail after the last ` ('`: `builtin.module' operation)` or `tt.func' operation: @add_kernel)`. A
+# symbol runs to the closing parenthesis of the line: inlined helpers' mangled names hold parentheses
+# (`@triton.language.standard.zeros____(0, 0)cconstexpr_128__(1,)cconstexpr_fp32_`). Fullmatched, so
+# `.+` backs off at most to the one `)` that ends the header: linear in the line's length.
+_ANCHOR = re.compile(r"(?P<anchor>[\w.]++)' operation(?:: @(?P<symbol>.+))?\)")
 # Passes' own snapshots: `SoftwarePipeliner internal IR Dump After: LowerLoops`, `WarpSpec internal ...`.
 _INTERNAL = re.compile(r"// -----// (?P<who>\w++) internal IR Dump (?P<when>Before|After):(?P<pass>.*)")
 # New pass manager: `; *** IR Dump After InstCombinePass on add_kernel ***`; legacy (codegen) pass

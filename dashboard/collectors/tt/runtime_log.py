@@ -93,15 +93,15 @@ def _with_ranks(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
     return frame.with_columns(rank.alias("rank")).drop("1", "2"), mapping
 
 
-def _programs_of_headers(relevant: pl.DataFrame) -> pl.DataFrame:
+def _programs_of_headers(relevant: pl.DataFrame, header: int = HEADER_OP) -> pl.DataFrame:
     """(rank, line_no, program) of each op header from the running program stack.
 
     Only program boundaries and headers take part (memory lines are most of the
     rows and need no program). The program of a header is the latest
     `Starting execution` seen at the current depth.
     """
-    frame = relevant.lazy().filter(pl.col("kind").is_in([START, END, HEADER_OP])).select("rank", "line_no", "kind",
-                                                                                         "line")
+    frame = relevant.lazy().filter(pl.col("kind").is_in([START, END, header])).select("rank", "line_no", "kind",
+                                                                                      "line")
     is_start, is_end = pl.col("kind") == START, pl.col("kind") == END
     raw = (is_start.cast(pl.Int32).cum_sum() - is_end.cast(pl.Int32).cum_sum()).over("rank")
     frame = frame.with_columns(raw.alias("_raw"))
@@ -115,7 +115,7 @@ def _programs_of_headers(relevant: pl.DataFrame) -> pl.DataFrame:
     for d in range(1, deepest + 1):
         level = pl.when(is_start & (pl.col("_depth") == d)).then(pl.col("_started")).forward_fill().over("rank")
         program = pl.when(pl.col("_depth") == d).then(level).otherwise(program)
-    return frame.lazy().with_columns(program.alias("program")).filter(pl.col("kind") == HEADER_OP).select(
+    return frame.lazy().with_columns(program.alias("program")).filter(pl.col("kind") == header).select(
         "rank", "line_no", "program").collect(engine=ENGINE)
 
 
@@ -175,6 +175,8 @@ def parse_runtime_log(path: Path, data: bytes, progress: ProgressFn) -> OpMemory
     ).collect(engine=ENGINE)
     headers = relevant.filter(pl.col("kind") == HEADER_OP)
     op_lines = relevant.filter(pl.col("kind") == OP).height
+    if headers.is_empty() and relevant.filter(pl.col("kind") == HEADER_OTHER).height:
+        return _program_level(path, relevant, hosts, progress)
     if headers.is_empty():
         raise IngestError(path, _no_memory_problem(op_lines, relevant))
     warnings: list[str] = []
@@ -241,9 +243,54 @@ def parse_runtime_log(path: Path, data: bytes, progress: ProgressFn) -> OpMemory
     oom = _out_of_memory(relevant)
     if oom:
         metadata["out_of_memory"] = oom
-        warnings += [f"{path}: out of {o['buffer_type']} memory in op {o['op_index']} (rank {o['rank']}): "
-                     f"{o['bytes']:,} B across {o['banks']} banks could not be allocated" for o in oom]
+        warnings += _oom_warnings(path, oom)
     return OpMemoryTables(op_memory, op_meta, metadata, warnings)
+
+
+PROGRAM_LEVEL = ("program-level memory states only (before and after each submit): the curve is per submit; "
+                 "per-op detail is absent (run with TT_RUNTIME_MEMORY_LOG_LEVEL=operation for it)")
+
+
+def _program_level(path: Path, relevant: pl.DataFrame, hosts: dict[str, int], progress: ProgressFn) -> OpMemoryTables:
+    """A log with `Device memory state before submit` / `after submit` blocks only (TT_RUNTIME_MEMORY_LOG_LEVEL=
+    program): one `op_memory` snapshot per block, `op_type` naming the moment (`before submit`)."""
+    snapshots = relevant.filter(pl.col("kind") == HEADER_OTHER).join(
+        _programs_of_headers(relevant, HEADER_OTHER), on=["rank", "line_no"], how="left", maintain_order="left",
+    ).select(
+        "rank", "line_no", "block", "program",
+        (pl.col("block") - 1).alias("op_index"),
+        strip_ansi(_after("Device memory state ")).str.strip_chars().alias("op_type"),
+    )
+    lines = relevant.filter(pl.col("kind") == MEMORY)
+    if lines.is_empty():
+        raise IngestError(path, f"the log has {snapshots.height:,} program-level memory state headers (before/after "
+                                "submit) but no 'Device <type> memory state: MemoryView{...}' lines after them")
+    memory = _memory_rows(lines, path).join(snapshots.select("rank", "block", "op_index"), on=["rank", "block"],
+                                            how="inner", maintain_order="left")
+    keys = snapshots.lazy().select("rank", "op_index", "program", "op_type", pl.lit(None, pl.String).alias("mlir_op"),
+                                   pl.lit(None, pl.String).alias("loc"),
+                                   pl.lit(None, pl.String).alias("const_eval_graph"),
+                                   pl.lit(False).alias("is_weight_op"), pl.lit(None, pl.Int64).alias("profiler_index"))
+    op_memory = op_memory_columns(memory.lazy().drop("block").join(
+        keys, on=["rank", "op_index"], how="left", maintain_order="left")).drop("line_no").collect(engine=ENGINE)
+    op_meta = snapshots.select("rank", "program", "op_index")
+    progress(0.7, f"{snapshots.height:,} submit snapshots parsed")
+    metadata: dict[str, Any] = {"granularity": "program", "ops": snapshots.height,
+                                "submits": snapshots.filter(pl.col("op_type").str.starts_with("before")).height}
+    if hosts:
+        metadata["mpi_hosts"] = hosts
+    warnings = [f"{path}: {PROGRAM_LEVEL}"]
+    oom = _out_of_memory(relevant, "block")  # in the snapshot the failing submit followed
+    if oom:
+        metadata["out_of_memory"] = oom
+        warnings += _oom_warnings(path, oom)
+    return OpMemoryTables(op_memory, op_meta, metadata, warnings)
+
+
+def _oom_warnings(path: Path, oom: list[dict[str, Any]]) -> list[str]:
+    return [f"{path}: out of {o['buffer_type']} memory in op {o['op_index']} (rank {o['rank']}): "
+            f"{o['bytes']:,} B across {o['banks']} banks could not be allocated"
+            + (f" (reported {o['repeats']} times)" if o["repeats"] > 1 else "") for o in oom]
 
 
 def _profiler_index() -> pl.Expr:
@@ -289,13 +336,17 @@ def _missing_type_warnings(path: Path, ops: pl.DataFrame, per_op: pl.DataFrame) 
             "absent for those ops)"]
 
 
-def _out_of_memory(relevant: pl.DataFrame) -> list[dict[str, Any]]:
+def _out_of_memory(relevant: pl.DataFrame, ops_so_far: str = "_ops_so_far") -> list[dict[str, Any]]:
+    """Each failed allocation once: tt-metal's TT_FATAL prints the message, and the Python exception that carries
+    it up prints it again, in the same op (same rank, op, bytes, buffer type and banks), so repeats are counted."""
     oom = relevant.filter(pl.col("kind") == OOM).select(
-        "rank", "line_no", (pl.col("_ops_so_far") - 1).alias("op_index"),
+        "rank", "line_no", (pl.col(ops_so_far) - 1).alias("op_index"),
         pl.col("line").str.extract_groups(_OOM).alias("o"),
     ).unnest("o")
+    once = oom.group_by("rank", "op_index", "1", "2", "3", maintain_order=True).agg(
+        pl.col("line_no").min(), pl.len().alias("repeats"))
     return [
         {"rank": r["rank"], "op_index": r["op_index"], "line": r["line_no"], "bytes": int(r["1"] or 0),
-         "buffer_type": r["2"], "banks": int(r["3"] or 0)}
-        for r in oom.head(100).iter_rows(named=True)
+         "buffer_type": r["2"], "banks": int(r["3"] or 0), "repeats": r["repeats"]}
+        for r in once.head(100).iter_rows(named=True)
     ]
