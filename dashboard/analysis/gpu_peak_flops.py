@@ -134,8 +134,9 @@ class Peak:
 
 
 def _entry(device: Device) -> PeakEntry | None:
+    name = device.name[:200]  # a trace's text: bounded, so a `.*` in a pattern stays cheap on a hostile name
     for entry in PEAK_TABLE:
-        if re.search(entry.pattern, device.name, re.IGNORECASE) and (entry.sms is None or entry.sms == device.sms):
+        if re.search(entry.pattern, name, re.IGNORECASE) and (entry.sms is None or entry.sms == device.sms):
             return entry
     return None
 

@@ -32,9 +32,6 @@ from typing import Any
 import polars as pl
 
 from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn
-from dashboard.collectors.tinygrad.profile import profile_tables
-from dashboard.collectors.tinygrad.profile_events import flatten
-from dashboard.collectors.tinygrad.rewrites import read_rewrites
 from dashboard.collectors.tinygrad.unpickle import PROFILE, REWRITES, load
 
 _PROTOCOLS = frozenset(range(2, 6))
@@ -86,6 +83,11 @@ class TinygradCollector:
         return _TINYGRAD_GLOBAL.search(head[:4096]) is not None
 
     def collect(self, sources: Sequence[Path], progress: ProgressFn) -> Collected:
+        # The readers load pyarrow (~0.4 s): only when tinygrad files are ingested, not with the registry.
+        from dashboard.collectors.tinygrad.profile import profile_tables
+        from dashboard.collectors.tinygrad.profile_events import flatten
+        from dashboard.collectors.tinygrad.rewrites import read_rewrites
+
         sources = sorted(Path(source) for source in sources)
         if not sources:
             raise IngestError("(no files)", "no tinygrad VIZ files were given")
