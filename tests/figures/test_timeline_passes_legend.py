@@ -13,7 +13,8 @@ from dashboard.analysis.timeline import prepare_timeline, timeline_view
 from dashboard.collectors.kineto.collector import COLLECTOR
 from dashboard.figures.theme import PASS_COLOURS
 from dashboard.figures.timeline import timeline_figure_dict
-from dashboard.figures.timeline_marks import LANE_LEGEND, LEGEND_RANGE_NAMES, PASS_STRIPE
+from dashboard.figures.timeline_legend import LANE_LEGEND, LEGEND_RANGE_NAMES
+from dashboard.figures.timeline_marks import PASS_STRIPE
 from tests.support.kineto_passes_trace import Shape, write
 
 
@@ -54,7 +55,8 @@ def test_the_lane_key_lists_the_passes_and_the_ranges_with_most_time(tmp_path: P
     assert ranges[:3] == ["## backward ##", "Optimizer.step#SGD.step", "autograd::engine…volutionBackward0"]
     assert all(t["x"] == [None] and t["showlegend"] for t in key)  # entries only: nothing drawn
     legend = figure["layout"][LANE_LEGEND]
-    assert legend["itemclick"] is False and legend["yanchor"] == "bottom" and legend["y"] > 1
+    # Right of the lanes, in the figure's right margin: clear of the title and of both time axes.
+    assert legend["itemclick"] is False and legend["xanchor"] == "left" and legend["x"] >= 1
 
 
 def _decoded(values) -> list[float]:
