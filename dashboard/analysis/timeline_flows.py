@@ -103,7 +103,8 @@ def _flows(kind: str, from_rows: np.ndarray, to_rows: np.ndarray, from_ns: np.nd
 
 def window_flows(data: TimelineData, lanes: np.ndarray, start_ns: int, end_ns: int,
                  limit: int | None = None) -> tuple[pl.DataFrame, int]:
-    """Launch arrows to the kernels and copies starting in a window, between lanes shown; and their count.
+    """Launch arrows (kind `window`) to the kernels and copies starting in a window, between lanes shown;
+    and their count.
 
     With `limit`, no more than that many arrows are returned (the count is still exact).
     """
@@ -117,7 +118,7 @@ def window_flows(data: TimelineData, lanes: np.ndarray, start_ns: int, end_ns: i
     count = len(keep)
     if limit is not None:
         keep = keep[:limit]
-    return _flows("launch", links.api_rows[keep], links.target_rows[keep], None, data), count
+    return _flows("window", links.api_rows[keep], links.target_rows[keep], None, data), count
 
 
 def launching_op(data: TimelineData, api_row: int) -> int | None:

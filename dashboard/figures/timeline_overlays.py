@@ -18,7 +18,10 @@ import polars as pl
 from dashboard.analysis.timeline import TimelineView
 from dashboard.figures.timeline_marks import TimeAxis
 
-FLOW_STYLE = {"launch": ("#212529", "launch: API call → GPU"), "op": ("#6F42C1", "op → GPU (launched inside it)")}
+# kind -> colour, width, legend name. The window's arrows are faint, the selected event's bold.
+FLOW_STYLE = {"window": ("rgba(73,80,87,0.45)", 0.8, "launches in view: API call → GPU"),
+              "launch": ("#212529", 1.8, "selected: API call → GPU"),
+              "op": ("#6F42C1", 1.8, "selected: op → GPU (launched inside it)")}
 MATCH_COLOUR = "#D63384"
 FOCUS_COLOUR = "#000000"
 MATCH_ROW = -1.0  # y of the matches row, above lane 0
@@ -33,7 +36,7 @@ def flow_traces(flows: pl.DataFrame, rows: dict[int, float], axis: TimeAxis) -> 
         part = flows.filter(pl.col("kind") == kind)
         if part.is_empty():
             continue
-        colour, label = FLOW_STYLE[kind]
+        colour, width, label = FLOW_STYLE[kind]
         count = part.height
         x = np.full(count * 3, np.nan)
         y = np.full(count * 3, np.nan)
@@ -49,8 +52,9 @@ def flow_traces(flows: pl.DataFrame, rows: dict[int, float], axis: TimeAxis) -> 
         size[1::3] = 9
         traces.append(dict(
             type="scatter", mode="lines+markers", x=x, y=y, name=label, legendgroup=f"flow {kind}",
-            showlegend=True, hoverinfo="skip", line={"color": colour, "width": 1.2},
-            marker={"symbol": "arrow", "angleref": "previous", "size": size, "color": colour},
+            showlegend=True, hoverinfo="skip", line={"color": colour, "width": width},
+            marker={"symbol": "arrow", "angleref": "previous", "size": size * (1 if kind != "window" else 0.8),
+                    "color": colour},
             meta={"flows": count, "kind": kind}))
     return traces
 

@@ -24,9 +24,10 @@ def search_bar(find: str | None, regex: bool, answer: str) -> html.Div:
             dbc.InputGroupText("Find"),
             # Case-insensitive: a substring, or a regular expression with `.*` ticked.
             dbc.Input(id="timeline-find", type="search", value=find or "", debounce=True, maxLength=MAX_PATTERN,
-                      placeholder="kernel, op, range or API call (Enter)", style={"minWidth": "260px"}),
-            dbc.InputGroupText(html.Span(dbc.Checkbox(id="timeline-regex", value=regex, label=".*",
-                                                      label_class_name="small mb-0"), title="regular expression")),
+                      placeholder="kernel, op, range, API call… (Enter)", style={"width": "300px"}),
+            dbc.InputGroupText(html.Span(dbc.Checkbox(id="timeline-regex", value=regex, label="regex",
+                                                      class_name="mb-0", label_class_name="small"),
+                                         title="a regular expression (otherwise a substring); any case")),
             dbc.Button("◀", id="timeline-prev", color="secondary", outline=True, title="previous match"),
             dbc.Button("▶", id="timeline-next", color="secondary", outline=True, title="next match"),
         ], size="sm", className="me-2", style={"width": "auto"}),

@@ -203,7 +203,7 @@ clientside_callback(
     # Relayouts the keys module made (assets/timeline-keys.js) are redrawn in the browser only; it sends
     # the settled window itself. Of the chart's other relayouts, those that ask for something (a new
     # x range, autorange, another drag mode) go on to the server; a resize (autosize) does not.
-    """function(relayout) {
+    r"""function(relayout) {
         const keys = window.dashboardTimeline;
         const asks = Object.keys(relayout || {}).some(function (key) {
             return /^xaxis2?\.(range|autorange)/.test(key) || key === "dragmode";

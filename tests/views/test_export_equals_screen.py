@@ -284,7 +284,7 @@ def test_the_timeline_export_holds_the_cpu_and_api_lanes_and_the_flow_arrows(dem
         assert _unsized("timeline", exported) == screen_figures(client, "timeline", query)['"timeline-graph"']
     selected = _json(page_figures("timeline", run, {"run": run.id, **_timeline_states(run)[5]})["timeline"])
     arrows = {trace["legendgroup"] for trace in selected["data"] if trace.get("legendgroup", "").startswith("flow")}
-    assert arrows == {"flow launch", "flow op"}
+    assert arrows == {"flow window", "flow launch", "flow op"}  # the window's arrows, and the kernel's own
     assert any(trace.get("name") == "selected" for trace in selected["data"])
 
 
