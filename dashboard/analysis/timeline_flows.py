@@ -121,6 +121,19 @@ def window_flows(data: TimelineData, lanes: np.ndarray, start_ns: int, end_ns: i
     return _flows("window", links.api_rows[keep], links.target_rows[keep], None, data), count
 
 
+def targets_starting(data: TimelineData, lanes: np.ndarray, start_ns: int, end_ns: int) -> int:
+    """Kernels and copies starting in a window on the given lanes: at least as many as their launch arrows,
+    and counted from the lanes' indexes without joining a single launch (which costs ~0.3 s at 1 M)."""
+    gpu = set(data.lanes.filter(pl.col("group") == "gpu").get_column("lane").to_list())
+    total = 0
+    for lane in set(lanes.tolist()) & gpu:
+        index = data.indexes.get(lane)
+        if index is not None:
+            low, high = np.searchsorted(index.starts, [start_ns, end_ns])
+            total += int(high - low)
+    return total
+
+
 def launching_op(data: TimelineData, api_row: int) -> int | None:
     """The innermost CPU range on the API call's thread enclosing its start (its row), if any."""
     events = data.events

@@ -92,9 +92,10 @@ def pane_body(pane: Pane | None) -> list[Any]:
     if pane.launch:
         parts.append(_section("Launched by", _rows(pane.launch)))
     if pane.chain:
-        parts.append(_section("Op chain (outermost first)", html.Ol(
+        parts.append(_section("Op chain (outermost first)", html.Div([html.Ol(
             [html.Li([html.Span(name, className="text-break"), html.Br(), html.Small(detail, className="text-muted")])
-             for name, detail in pane.chain], className="small ps-3 mb-2", id="timeline-op-chain")))
+             for name, detail in pane.chain], className="small ps-3 mb-1", id="timeline-op-chain"),
+            html.Div(pane.chain_note, className="small text-muted mb-2") if pane.chain_note else None])))
     if pane.stack:
         parts.append(_section("Python stack", html.Ol([html.Li(frame) for frame in pane.stack],
                                                        className="small ps-3 mb-2 font-monospace")))

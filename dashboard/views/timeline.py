@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.analysis.timeline import (
+    FLOW_SCHEMA,
     FOCUS_SCHEMA,
     MATCH_SCHEMA,
     OVERLAY_GROUP,
@@ -32,9 +33,9 @@ from dashboard.analysis.timeline import (
 )
 from dashboard.analysis.timeline import timeline_view as build_view
 from dashboard.analysis.timeline_details import EventRef, find_event
-from dashboard.analysis.timeline_flows import event_links, window_flows
+from dashboard.analysis.timeline_flows import event_links, launch_links, targets_starting, window_flows
 from dashboard.analysis.timeline_index import bucket_edges
-from dashboard.analysis.timeline_search import MAX_PATTERN, SearchResult, search
+from dashboard.analysis.timeline_search import MAX_PATTERN, SearchResult, search, search_index
 from dashboard.analysis.units import format_ns
 from dashboard.collectors.gc_pause import gc_paused
 from dashboard.figures.timeline import TimeAxis, timeline_figure_dict
@@ -50,6 +51,7 @@ CHARTS = {"timeline": "timeline-graph"}
 FLOW_MODES = ("auto", "on", "off")
 AUTO_FLOWS = 2_000  # above this many launch arrows in a window, `flows=auto` draws none (and says so)
 MAX_FLOWS = 20_000  # `flows=on` draws at most this many
+DERIVE_AFTER_S = 1.0
 _build_lock = threading.Lock()
 
 
@@ -107,9 +109,20 @@ def _many_ranks(run: Run) -> bool:
 
 @per_run(maxsize=4)
 def _prepared(run: Run, rank: int | None) -> TimelineData:
-    if rank is not None:
-        return one_rank_timeline(run, rank)
-    return prepare_timeline(*(run.frame(table) for table in TIMELINE_TABLES))
+    data = one_rank_timeline(run, rank) if rank is not None else prepare_timeline(
+        *(run.frame(table) for table in TIMELINE_TABLES))
+    # The search index and the launch pairs (~0.3 s each at 1 M kernels) are built in the background once
+    # the first view has had the CPU (DERIVE_AFTER_S), so neither the first render nor the first search or
+    # click waits for both; whoever needs one before it is ready builds it (or waits for the build).
+    timer = threading.Timer(DERIVE_AFTER_S, _derive, args=(data,))
+    timer.daemon = True
+    timer.start()
+    return data
+
+
+def _derive(data: TimelineData) -> None:
+    search_index(data)
+    launch_links(data)
 
 
 def timeline_data(run: Run, rank: int | None = None) -> TimelineData:
@@ -150,7 +163,10 @@ def _aliased(frame: pl.DataFrame, alias: dict[int, int], *columns: str) -> pl.Da
     return frame.with_columns(pl.col(c).replace(alias).cast(pl.Int32) for c in columns)
 
 
-def _flows_note(mode: str, count: int, drawn: int) -> str:
+def _flows_note(mode: str, count: int, drawn: int, starting: int | None = None) -> str:
+    if starting is not None:
+        return (f"{starting:,} kernels and copies start in this window: more than {AUTO_FLOWS:,} launch arrows, "
+                "so off by default (turn them on, or zoom in)")
     if count == 0:
         return "no launch arrows in this window (no API call with a correlation id launched its kernels)"
     if mode == "off":
@@ -173,11 +189,19 @@ def _overlaid(data: TimelineData, view: TimelineView, state: State, result: Sear
     # Arrows of hidden (folded) rows are drawn to their track's row: count them among the shown lanes.
     visible = set(lanes.tolist())
     folded = [lane for lane, target in alias.items() if target in visible]
-    reachable = np.unique(np.concatenate([lanes, np.asarray(folded, dtype=lanes.dtype)]))
-    flows, count = window_flows(data, reachable.astype(np.int64), view.start_ns, view.end_ns, limit)
-    if mode == "auto" and count > AUTO_FLOWS:
-        flows = flows.clear()
-    note = _flows_note(mode, count, flows.height)
+    reachable = np.unique(np.concatenate([lanes, np.asarray(folded, dtype=lanes.dtype)])).astype(np.int64)
+    starting = targets_starting(data, reachable, view.start_ns, view.end_ns)
+    has_calls = bool(data.lanes.filter(pl.col("group") == "api").height)
+    if not has_calls:
+        flows, note = pl.DataFrame(schema=FLOW_SCHEMA), _flows_note(mode, 0, 0)
+    elif mode == "auto" and starting > AUTO_FLOWS * 4:
+        # Far too many to draw: say so without joining the launches (the first join of a big run is slow).
+        flows, note = pl.DataFrame(schema=FLOW_SCHEMA), _flows_note(mode, 0, 0, starting)
+    else:
+        flows, count = window_flows(data, reachable, view.start_ns, view.end_ns, limit)
+        if mode == "auto" and count > AUTO_FLOWS:
+            flows = flows.clear()
+        note = _flows_note(mode, count, flows.height)
     parts = [flows]
     focus = pl.DataFrame(schema=FOCUS_SCHEMA)
     row = find_event(data, state.event) if state.event is not None else None
@@ -232,6 +256,11 @@ def drawn(run: Run, state: State) -> Drawn:
     clamped = clamp_window(timeline_data(run, rank), state.window)
     return _drawn(run, _Key(clamped, rank, tuple(sorted(state.sel)), state.find, state.regex, state.ev,
                             state.flows, state.colour, state.pin, state.fold))
+
+
+def clear_drawn() -> None:
+    """Forget every drawn window (benchmarks measure new windows with it); the index and searches stay."""
+    _drawn.cache_clear()
 
 
 def shown(run: Run, state: State) -> State:

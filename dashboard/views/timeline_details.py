@@ -46,6 +46,7 @@ class Pane:
     record: list[Row]  # every stored column, raw
     launch: list[Row] = field(default_factory=list)
     chain: list[Row] = field(default_factory=list)  # (op, category · shapes · dtypes), outermost first
+    chain_note: str = ""  # what the chain lacks (input shapes the run did not store)
     stack: list[str] = field(default_factory=list)
     launched: list[tuple[str, str, str]] = field(default_factory=list)  # name, launches, GPU time
     launched_note: str = ""
@@ -142,9 +143,12 @@ def details_pane(run: Run, state: view.State) -> Pane | None:
     klass = data.names.get_column("klass")[code]
     kind = ref.kind
     title = display_name(details.name, "kernel" if kind == "kernel" else "range")
+    stored = any(op.get("input_shapes") or op.get("input_dtypes") for op in details.op_chain)
+    note = "" if stored or not details.op_chain else "input shapes and dtypes: not stored in this run's ranges"
     pane = Pane(ref=ref.text(), kind=KIND_WORDS[kind], title=title,
                 name=details.name, facts=_facts(details, klass, data.start_ns), record=_record(details.record),
-                chain=_chain(details.op_chain), stack=details.stack, links=_links(run, details, state))
+                chain=_chain(details.op_chain), chain_note=note, stack=details.stack,
+                links=_links(run, details, state))
     extra: dict[str, Any] = {}
     if details.launch:
         launch = details.launch

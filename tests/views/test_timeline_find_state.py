@@ -95,3 +95,23 @@ def test_runs_without_api_calls_draw_and_search_as_before(tmp_path: Path) -> Non
     assert drawn.found is not None and drawn.found.count == flash > 0
     assert drawn.flows_note.startswith("no launch arrows")
     assert not any("CUDA API" in label for label in drawn.view.lanes.get_column("label").to_list())
+
+
+def test_a_many_rank_cluster_run_finds_follows_and_inspects_one_rank_at_a_time(tmp_path: Path) -> None:
+    from dashboard.views.params import MANY_RANKS
+    from tests.support.rank_runs import partitioned_run, rank_traces
+
+    store = RunStore(tmp_path / "data")
+    run = store.open(partitioned_run(store, rank_traces(tmp_path / "ranks", MANY_RANKS + 1, kernels=300)))
+    state = view.State.from_query({"rank": "3", "find": "cudaLaunchKernel"}, run)
+    data = view.timeline_data(run, 3)
+    assert data.ranks == [3]  # indexed one rank at a time
+    launches = run.scan("api_calls").filter((pl.col("rank") == 3) & (pl.col("name") == "cudaLaunchKernel"))
+    expected = launches.select(pl.len()).collect().item()
+    assert expected > 0 and view.drawn(run, state).found.count == expected
+    state = jump(run, state, 1)
+    assert state.event is not None and state.event.kind == "api" and state.event.rank == 3
+    pane = details_pane(run, state)
+    assert pane is not None and pane.kind == "CUDA API call" and pane.launched  # it launched a kernel
+    assert any(label.startswith("CUDA API") for label in view.drawn(run, state).view.lanes.get_column("label"))
+    assert view.drawn(run, state).view.flows.height >= 1
