@@ -23,7 +23,7 @@ from dash.exceptions import PreventUpdate
 from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.layouts.controls import rank_control
 from dashboard.layouts.page import chart, run_page
-from dashboard.layouts.server_state import current_store, fired_ids
+from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import URL_STATE, url_state_store
 from dashboard.layouts.timeline_controls import (
     KEYS_HINT,
@@ -48,10 +48,11 @@ dash.register_page(__name__, path="/timeline", name="Timeline", order=3, title="
 PATH = "/timeline"
 EVIDENCE = "kernels"
 DRAG_MODES = ("zoom", "pan", "select")
-# Controls that always ask for a new view when they fire.
-_ASKING = {"timeline-window-clear", "timeline-reset", "timeline-clear-selection", "timeline-prev", "timeline-next",
-           "timeline-regex", "timeline-colour", "timeline-flows", "timeline-pin", "timeline-fold",
-           "timeline-details-close", "timeline-highlight"}
+# Buttons (and Enter in the find box): how many presses a view has taken in is kept with the state drawn,
+# so a press whose answer the renderer dropped (a newer call of this callback overtook it: keys settling
+# while a button is pressed) is taken in by the next call, as the rank and the other controls' values are.
+BUTTONS = ("timeline-window-clear", "timeline-reset", "timeline-clear-selection", "timeline-details-close",
+           "timeline-highlight", "timeline-prev", "timeline-next", "timeline-find-submit")
 
 
 def window_label(window: tuple[int, int] | None, origin_ns: int) -> str:
@@ -70,11 +71,13 @@ def window_chip(window: tuple[int, int] | None, origin_ns: int) -> html.Div:
         style={} if window else {"display": "none"})
 
 
-def _store(run: Run, state: view.State, drawn: view.Drawn, dragmode: str | None = None) -> dict[str, Any]:
-    """What the chart's events need to become a state (the run clock of its axis) and the state drawn."""
+def _store(run: Run, state: view.State, drawn: view.Drawn, dragmode: str | None = None,
+           presses: dict[str, int] | None = None) -> dict[str, Any]:
+    """What the chart's events need to become a state (the run clock of its axis), the state drawn and the
+    button presses it took in."""
     # The origin as text: epoch nanoseconds (~1.8e18) lose their last digits as a JavaScript number.
     data = {"run": run.id, "query": state.to_query(), "rank": state.rank_shown,
-            "origin_ns": str(drawn.view.run_start_ns), "divisor": drawn.divisor}
+            "origin_ns": str(drawn.view.run_start_ns), "divisor": drawn.divisor, "presses": presses or {}}
     return {**data, "dragmode": dragmode} if dragmode else data
 
 
@@ -167,35 +170,39 @@ def _chart_events(props: set[str], relayout: dict | None, selection: dict | None
     return state, store, asked
 
 
-def _controls(fired: set[str], props: set[str], state: view.State, run: Run, values: dict[str, Any]) -> view.State:
-    """The state after the page's own controls that fired."""
-    if fired & {"timeline-window-clear", "timeline-reset"}:
+def _values(state: view.State, values: dict[str, Any]) -> view.State:
+    """The state with the controls' values, which are the truth for what they set (None: not sent)."""
+    find = state.find if values["find"] is None else (values["find"].strip() or None)
+    regex = state.regex if values["regex"] is None else bool(values["regex"])
+    if (find, regex) != (state.find, state.regex):  # a new search: no match shown yet
+        state = state.replace(find=find, regex=regex, hit=None)
+    for key in ("colour", "flows"):
+        if values[key] is not None and values[key] != getattr(state, key):
+            state = state.replace(**{key: values[key]})
+    for key in ("pin", "fold"):
+        if values[key] is not None and tuple(values[key]) != getattr(state, key):
+            state = state.replace(**{key: tuple(values[key])})
+    return state
+
+
+def _buttons(state: view.State, run: Run, pressed: dict[str, int]) -> view.State:
+    """The state after the button presses not taken in yet (`pressed`: button -> presses)."""
+    if pressed.get("timeline-window-clear") or pressed.get("timeline-reset"):
         state = state.replace(window=None)
-    if "timeline-clear-selection" in fired:
+    if pressed.get("timeline-clear-selection"):
         state = state.replace(sel=())
-    if "timeline-find.value" in props or "timeline-regex" in fired:
-        state = state.replace(find=(values["find"] or "").strip() or None, regex=bool(values["regex"]), hit=None)
-    elif "timeline-find.n_submit" in props:
-        state = jump(run, state, 1)  # Enter on an unchanged search: the next match
-    for button, step in (("timeline-next", 1), ("timeline-prev", -1)):
-        if button in fired:
-            state = jump(run, state, step)
-    if "timeline-colour" in fired:
-        state = state.replace(colour=values["colour"])
-    if "timeline-flows" in fired:
-        state = state.replace(flows=values["flows"])
-    if "timeline-pin" in fired:
-        state = state.replace(pin=tuple(values["pin"] or ()))
-    if "timeline-fold" in fired:
-        state = state.replace(fold=tuple(values["fold"] or ()))
-    if "timeline-details-close" in fired:
+    if pressed.get("timeline-details-close"):
         state = state.replace(ev=None)
-    if "timeline-highlight" in fired and state.event is not None and state.event.kind == "kernel":
+    if pressed.get("timeline-highlight", 0) % 2 and state.event is not None and state.event.kind == "kernel":
         pane = pane_of(run, state)
         if pane is not None:
             key = kernel_key(pane.name)
             state = state.replace(sel=tuple(k for k in state.sel if k != key) if key in state.sel
                                   else (*state.sel, key))
+    # Next / previous / Enter, each as many times as pressed.
+    steps = pressed.get("timeline-next", 0) + pressed.get("timeline-find-submit", 0) - pressed.get("timeline-prev", 0)
+    for _ in range(abs(steps)):
+        state = jump(run, state, 1 if steps > 0 else -1)
     return state
 
 
@@ -258,24 +265,28 @@ clientside_callback(
     prevent_initial_call=True,
 )
 def update_timeline(relayout: dict | None, selection: dict | None, click: dict | None, rank_value: Any,
-                    _clear_window: Any, _reset: Any, _clear_selection: Any, find: str | None, _submit: Any,
-                    regex: bool | None, _prev: Any, _next: Any, colour: str | None, flows: str | None,
-                    pin: list[str] | None, fold: list[str] | None, _close: Any, _highlight: Any,
-                    store: dict[str, Any]) -> tuple[Any, ...]:
+                    clear_window: int | None, reset: int | None, clear_selection: int | None, find: str | None,
+                    submit: int | None, regex: bool | None, prev: int | None, next_: int | None, colour: str | None,
+                    flows: str | None, pin: list[str] | None, fold: list[str] | None, close: int | None,
+                    highlight: int | None, store: dict[str, Any]) -> tuple[Any, ...]:
     run = current_store().open(store["run"])
     drawn_state = view.State.from_query(store.get("query") or {}, run)
     rank = view.State.from_query({"rank": rank_value}, run).rank_shown
     old_dragmode = store.get("dragmode")
-    fired = fired_ids()
     props = {prop for prop in ctx.triggered_prop_ids if prop.startswith("timeline-")}
-    # The rank is compared with what is drawn, not taken from the fired inputs alone: the renderer
-    # drops the answer to a call that a newer call of this callback overtakes (a rank picked while
-    # the chart's relayout event is on its way), and the newer call may name only that event.
-    asked_something = rank != store.get("rank") or bool(fired & _ASKING) or "timeline-find" in fired
-    state = drawn_state.replace(rank=ALL_RANKS if rank is None else rank)
-    values = {"find": find, "regex": regex, "colour": colour or "kernel", "flows": flows or "auto", "pin": pin,
-              "fold": fold}
-    state = _controls(fired, props, state, run, values)
+    presses = dict(zip(BUTTONS, (clear_window, reset, clear_selection, close, highlight, prev, next_, submit),
+                       strict=True))
+    taken = store.get("presses") or {}
+    pressed = {button: (count or 0) - taken.get(button, 0) for button, count in presses.items()
+               if (count or 0) > taken.get(button, 0)}
+    # The rank and the controls' values are compared with what is drawn, not taken from the fired inputs
+    # alone: the renderer drops the answer to a call that a newer call of this callback overtakes (a rank
+    # picked while the chart's relayout event is on its way), and the newer call may name only that event.
+    state = _values(drawn_state.replace(rank=ALL_RANKS if rank is None else rank),
+                    {"find": find, "regex": regex, "colour": colour, "flows": flows, "pin": pin, "fold": fold})
+    asked_something = rank != store.get("rank") or state != drawn_state.replace(
+        rank=ALL_RANKS if rank is None else rank) or bool(pressed)
+    state = _buttons(state, run, pressed)
     chart_props = {prop.rsplit(".", 1)[-1] for prop in props
                    if prop.startswith(("timeline-graph.", "timeline-relayout."))}
     chart_props = {"relayout" if prop == "data" else prop for prop in chart_props}
@@ -294,7 +305,8 @@ def update_timeline(relayout: dict | None, selection: dict | None, click: dict |
         figure = {**figure, "layout": {**figure["layout"], "dragmode": store["dragmode"]}}
     pane = pane_of(run, shown)
     pin_options, fold_options = lane_options(view.lane_tracks(run, shown.rank_shown))
-    return (figure, _store(run, shown, drawn, store.get("dragmode")), shown.url_state(),
+    taken = {**taken, **{button: count or 0 for button, count in presses.items() if count is not None}}
+    return (figure, _store(run, shown, drawn, store.get("dragmode"), taken), shown.url_state(),
             view.status_text(drawn.view), {} if shown.window else {"display": "none"},
             window_label(shown.window, drawn.view.run_start_ns), {} if shown.sel else {"display": "none"},
             search_text(drawn.found, shown.hit), drawn.flows_note, pane_body(pane),

@@ -118,6 +118,22 @@ def test_timeline_takes_a_rank_merged_with_or_overtaken_by_a_relayout_event(app:
     assert status == 204
 
 
+def test_timeline_takes_in_a_button_press_whose_answer_was_dropped(app: App, runs: dict[str, str]) -> None:
+    tree = app.layout("/timeline", runs["kernels"])
+    state = _prop(tree, "timeline-state", "data")
+    zoomed = {**state, "query": {**state["query"], "window": "1-2"}}
+    # "whole run" was pressed (n_clicks 1) but its answer dropped: the next call, sent for a settled key move
+    # that changes nothing, still takes the press in; a press taken in is not taken again.
+    values = {"timeline-relayout.data": {"autosize": True}, "timeline-rank.value": "all",
+              "timeline-reset.n_clicks": 1, "timeline-state.data": zoomed}
+    status, body = app.post("timeline-graph.figure", values, ["timeline-relayout.data"])
+    assert status == 200 and _url_state(body, "timeline")["window"] == ""
+    taken = body["response"]["timeline-state"]["data"]
+    assert taken["presses"]["timeline-reset"] == 1
+    status, _ = app.post("timeline-graph.figure", {**values, "timeline-state.data": taken}, ["timeline-relayout.data"])
+    assert status == 204
+
+
 def test_kernels_take_a_rank_merged_with_or_overtaken_by_the_grids_echo(app: App, runs: dict[str, str]) -> None:
     tree = app.layout("/kernels", runs["kernels"])
     drawn = _prop(tree, {"type": "url-state", "page": "kernels"}, "data")
