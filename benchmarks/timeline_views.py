@@ -245,11 +245,20 @@ def browser_figures(data_dir: Path, run_id: str, reps: int,
             page.evaluate("() => { window.dashboardTimeline.settleMs = 600000; }")
             page.mouse.move(5, 5)
             presses = max(reps, 10)
+            # Steps as when a key is held (auto-repeat): each move shown, plotly's redraw held off.
+            page.evaluate("() => { window.dashboardTimeline.redrawMs = 600000; }")
+            for press in range(presses):
+                page.keyboard.press("w" if press % 2 == 0 else "s")
+                page.wait_for_function(f"() => window.dashboardTimeline.stats.steps.length >= {press + 1}")
+                page.wait_for_timeout(100)
+            # Redraws: one press at a time, each redrawn when the keys pause.
+            page.evaluate("() => { window.dashboardTimeline.redrawMs = 120; }")
             for press in range(presses):
                 page.keyboard.press("w" if press % 2 == 0 else "s")
                 page.wait_for_function(f"() => window.dashboardTimeline.stats.redraws.length >= {press + 1}",
                                        timeout=60_000)
-            steps = page.evaluate("() => window.dashboardTimeline.stats.steps")
+                page.wait_for_timeout(300)
+            steps = page.evaluate(f"() => window.dashboardTimeline.stats.steps.slice(0, {presses})")
             redraws = page.evaluate("() => window.dashboardTimeline.stats.redraws")
             browser.close()
     finally:

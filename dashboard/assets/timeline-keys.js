@@ -14,7 +14,7 @@
 (function () {
     "use strict";
     const SETTLE_MS = 350; // stillness after which the window reached is fetched (dashboardTimeline.settleMs)
-    const REDRAW_MS = 120; // pause after which plotly redraws the moved chart in the browser
+    const REDRAW_MS = 120; // pause after which plotly redraws the moved chart (dashboardTimeline.redrawMs)
     const ZOOM_STEP = 0.8; // W: the window shrinks to 80 % per press; S: the inverse
     const PAN_STEP = 0.2; // A / D: a fifth of the window per press
     const WHEEL_ZOOM = 1.0015; // per wheel delta unit: one notch (~100) zooms by ~14 %
@@ -26,8 +26,10 @@
     let sentMoves = -1; // moves counted when the settled window was sent
     let wanted = null; // the x range of the latest move
     let moved = false; // a move is shown (step 1) that plotly has not redrawn yet (step 2)
+    let redrawing = false; // a plotly redraw is under way: the next waits for it
+    let lastFigure = null; // the meta of the figure last received (its window, the selected event...)
     // Read by tests and benchmarks: moves made, windows sent, ms per move shown (step 1, keydown to the
-    // frame after it), ms per plotly redraw (step 2).
+    // frame showing it painted), ms per plotly redraw (step 2).
     const stats = {moves: 0, settled: 0, steps: [], redraws: []};
 
     function graph() {
@@ -114,19 +116,23 @@
         });
     }
 
-    // Step 2.
+    // Step 2, one redraw at a time (a move made during one is redrawn after it).
     function redraw() {
         const gd = graph();
-        if (!gd || !moved || !wanted) { return; }
+        if (!gd || !moved || !wanted || redrawing) { return; }
         const range = wanted;
         unpreview(gd);
         moved = false;
+        redrawing = true;
         own.push(range);
         if (own.length > 64) { own.shift(); }
         const began = performance.now();
-        window.Plotly.relayout(gd, {"xaxis.range": range}).then(function () {
+        const done = function () {
+            redrawing = false;
             stats.redraws.push(performance.now() - began);
-        });
+            if (moved) { redraw(); }
+        };
+        window.Plotly.relayout(gd, {"xaxis.range": range}).then(done, done);
     }
 
     function setRange(gd, start, end, began) {
@@ -135,9 +141,12 @@
         moved = true;
         stats.moves += 1;
         preview(gd, range);
-        window.requestAnimationFrame(function () { stats.steps.push(performance.now() - began); });
+        // Timed to the task after the next frame: the moved layers have been painted by then.
+        window.requestAnimationFrame(function () {
+            window.setTimeout(function () { stats.steps.push(performance.now() - began); }, 0);
+        });
         window.clearTimeout(redrawTimer);
-        redrawTimer = window.setTimeout(redraw, REDRAW_MS);
+        redrawTimer = window.setTimeout(redraw, window.dashboardTimeline.redrawMs);
         window.clearTimeout(settleTimer);
         settleTimer = window.setTimeout(settle, window.dashboardTimeline.settleMs);
     }
@@ -231,6 +240,7 @@
     window.dashboardTimeline = {
         stats: stats,
         settleMs: SETTLE_MS,
+        redrawMs: REDRAW_MS,
         // The x range on screen: the latest move's while it is shown by transform, else plotly's.
         range: function () {
             const gd = graph();
@@ -250,8 +260,12 @@
             return false;
         },
         // A new figure came: if the user moved on after the settled window was sent, go back to where
-        // they are now (the figure's range is the older window) and let that settle in turn.
-        arrived: function () {
+        // they are now (the figure's range is the older window) and let that settle in turn. The chart
+        // also reports its own figure back after a redraw: the same window, not a new figure.
+        arrived: function (figure) {
+            const key = JSON.stringify(((figure || {}).layout || {}).meta || null);
+            if (key === lastFigure) { return; }
+            lastFigure = key;
             const gd = graph();
             if (gd && moved) { unpreview(gd); }
             moved = false; // the new figure replaces what a move had transformed
