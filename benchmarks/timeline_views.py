@@ -274,7 +274,13 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--browser-reps", type=int, default=3)
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--cluster-ranks", type=int, default=0,
+                        help="instead: a cluster-ingested run of this many ranks, viewed one rank at a time")
+    parser.add_argument("--kernels-per-rank", type=int, default=5_000)
     args = parser.parse_args()
+    if args.cluster_ranks:
+        cluster_main(args.cluster_ranks, args.kernels_per_rank)
+        return
     with tempfile.TemporaryDirectory(prefix="timeline-views-") as folder:
         data_dir = Path(folder) / "data"
         started = time.perf_counter()
@@ -327,6 +333,22 @@ def main() -> None:
             p50, p95 = percentiles(redraws)
             print(f"{'  then plotly redraws it in the browser (keys paused)':<52} p50 {p50:5.1f} ms  p95 {p95:5.1f} ms")
             print("(first render of every page: benchmarks/first_render.py)")
+        print(f"\nload average during the run: {' '.join(f'{v:.1f}' for v in os.getloadavg())} "
+              f"on {os.cpu_count()} cores")
+
+
+def cluster_main(ranks: int, kernels: int) -> None:
+    from benchmarks.timeline_ranks import cluster_run, rank_views
+
+    with tempfile.TemporaryDirectory(prefix="timeline-ranks-") as folder:
+        store, run_id, written = cluster_run(Path(folder), ranks, kernels)
+        print(f"run: {ranks} ranks x ~{kernels:,} kernels (and as many ops and launch calls), cluster layout, "
+              f"written in {written:.1f} s")
+        header = f"{'one rank at a time (server, first visits)':<52} {'ms':>8}  "
+        print(header)
+        print("-" * len(header))
+        for row in rank_views(store, run_id, ranks):
+            print(f"{row['case']:<52} {row['ms']:8.0f}  {row.get('note', '')}")
         print(f"\nload average during the run: {' '.join(f'{v:.1f}' for v in os.getloadavg())} "
               f"on {os.cpu_count()} cores")
 
