@@ -21,17 +21,29 @@ a fixed number of samples per bucket (see timeline_index).
 from __future__ import annotations
 
 import os
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import polars as pl
 
+from dashboard import schema
+from dashboard.analysis.breakdown import kernel_kind
 from dashboard.analysis.kernel_keys import kernel_key
-from dashboard.analysis.timeline_index import IntervalIndex, bucket_edges, dominant_per_bucket
-from dashboard.analysis.timeline_lanes import LANE_KEY, display_name, lane_events, lane_table
+from dashboard.analysis.timeline_cells import (
+    CELL_SCHEMA,
+    EXACT_BUDGET,
+    MARK_BUDGET,
+    bucket_count,
+    choose_exact,
+    exact_limit,
+    lane_cell_arrays,
+    named_cells,
+)
+from dashboard.analysis.timeline_index import IntervalIndex, bucket_edges
+from dashboard.analysis.timeline_lanes import LANE_KEY, api_class, display_name, lane_events, lane_table
 from dashboard.analysis.timeline_series import (
     StackTrack,
     copy_series,
@@ -41,21 +53,19 @@ from dashboard.analysis.timeline_series import (
     stack_tracks,
 )
 
-MARK_BUDGET = 20_000  # cells + series points of one view
-MAX_BUCKETS = 1_500
-MIN_BUCKETS = 100
-DENSE_EVENTS_PER_BUCKET = 8  # above this, a bucket's dominant name is estimated by sampling
-SAMPLES_PER_BUCKET = 32
-EXACT_BUDGET = 2_000  # events drawn one by one in one view (SVG bars: ~0.3 s per 1000 to draw in a browser)
+# Re-exported: callers and tests know them as timeline's.
+__all__ = ["CELL_SCHEMA", "EXACT_BUDGET", "MARK_BUDGET", "MIN_WINDOW_NS", "OVERLAY_GROUP", "TimelineData",
+           "TimelineView", "choose_exact", "clamp_window", "exact_limit", "lane_cell_arrays", "prepare_timeline",
+           "timeline_view"]
+
 MIN_WINDOW_NS = 100
 OVERLAY_GROUP = "stack_kernels"  # a rank's kernels, drawn under its stack panels
 _LANE_POOL = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="timeline-lanes")
-
-CELL_SCHEMA = {
-    "lane": pl.Int32, "bucket": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64, "busy": pl.Float64,
-    "events": pl.Int64, "name": pl.String, "kind": pl.String, "short": pl.String, "selected_busy": pl.Float64,
-    "selected_name": pl.String, "selected_short": pl.String,
-}
+FLOW_SCHEMA = {"kind": pl.String, "from_lane": pl.Int32, "from_ns": pl.Int64, "to_lane": pl.Int32, "to_ns": pl.Int64}
+MATCH_SCHEMA = {"bucket": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64, "matches": pl.Int64}
+FOCUS_SCHEMA = {"lane": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64, "name": pl.String}
+# The tables a timeline is built from, in prepare_timeline's order.
+TIMELINE_TABLES = ("kernels", "memcpy", "ranges", "stack", "api_calls")
 
 
 @dataclass(frozen=True)
@@ -64,15 +74,23 @@ class TimelineData:
 
     start_ns: int
     end_ns: int
-    lanes: pl.DataFrame  # lane, group, rank, device, track, sublane, label (overlay lanes last)
-    events: pl.DataFrame  # every lane event, sorted by (lane, start_ns); index rows point here
-    names: pl.DataFrame  # code, name, kind, key, short: one row per distinct event name
+    # lane, group, rank, device, track, sublane, label, track_id, track_label (overlay lanes last)
+    lanes: pl.DataFrame
+    # every lane event: lane, kind, code, category, start_ns, end_ns, bytes, flops, depth, correlation;
+    # index rows point here
+    events: pl.DataFrame
+    # code, name, kind, key, short, klass (compute / communication / memory; sync / launch / ... for API calls)
+    names: pl.DataFrame
     indexes: dict[int, IntervalIndex]
     copies: pl.DataFrame  # rank, kind, start_ns, end_ns, bytes
     stacks: list[StackTrack]
     functions: list[str]
     # Per (lane, kernel code) indexes for highlighting selected kernels, filled on first use.
     kernel_indexes: dict[tuple[int, int], IntervalIndex] = field(default_factory=dict, compare=False)
+    # The canonical tables it was built from (details of one event are read from them).
+    sources: dict[str, pl.DataFrame] = field(default_factory=dict, compare=False)
+    # Built on first use by other modules (the search index, the launch pairs): name -> object.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def ranks(self) -> list[int]:
@@ -88,14 +106,21 @@ class TimelineView:
     run_start_ns: int
     run_end_ns: int
     buckets: int
-    lanes: pl.DataFrame  # lane, group, rank, label, events (in window), exact
+    lanes: pl.DataFrame  # lane, group, rank, label, track_id, events (in window), exact; top to bottom
     cells: pl.DataFrame  # CELL_SCHEMA: aggregated lanes, non-empty buckets only
-    events: pl.DataFrame  # exact: lane, kind, name, short, category, start_ns, end_ns, bytes, flops, key, selected
+    # exact: lane, kind, name, short, klass, category, start_ns, end_ns, bytes, flops, depth, key, selected,
+    # matched (by the search), rank, device, track
+    events: pl.DataFrame
     copies: pl.DataFrame  # series, bucket, start_ns, end_ns, bandwidth (bytes/s), in_flight (bytes)
     stacks: pl.DataFrame  # stack, rank, thread, label, frames (in window), exact
     stack_depth: pl.DataFrame  # stack, bucket, start_ns, end_ns, depth
     stack_frames: pl.DataFrame  # stack, function, depth, start_ns, end_ns
     selected_keys: frozenset[str]
+    # Filled by the page's view (views.timeline) from the search, the flows and the selected event.
+    matches: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=MATCH_SCHEMA))
+    flows: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FLOW_SCHEMA))
+    focus: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FOCUS_SCHEMA))
+    search: str | None = None  # "12 matches of 'gemm'": what the matches row says
 
     @property
     def is_full(self) -> bool:
@@ -124,7 +149,7 @@ def _lane_indexes(lane: np.ndarray, starts: np.ndarray, ends: np.ndarray, codes:
 
 def _event_names(events: pl.DataFrame) -> pl.DataFrame:
     """code, name, kind, key: one row per distinct name; a name that is also a kernel is a kernel."""
-    priority = {"kernel": 0, "memcpy": 1, "range": 2, "pass": 3}
+    priority = {"kernel": 0, "memcpy": 1, "api": 2, "step": 3, "range": 4, "pass": 5}
     per_kind = [events.filter(pl.col("kind") == kind).select(pl.col("name").unique(), pl.lit(kind).alias("kind"))
                 for kind in priority]
     names = pl.concat(per_kind).unique(subset="name", keep="first", maintain_order=True).sort("name")
@@ -134,20 +159,25 @@ def _event_names(events: pl.DataFrame) -> pl.DataFrame:
         pl.col("name").map_elements(kernel_key, return_dtype=pl.String).alias("key"),
         pl.struct("name", "kind").map_elements(lambda row: display_name(row["name"], row["kind"]),
                                                return_dtype=pl.String).alias("short"),
-    ).select("code", "name", "kind", "key", "short")
+    ).with_columns(
+        pl.when(pl.col("kind") == "kernel").then(kernel_kind())
+        .when(pl.col("kind") == "memcpy").then(pl.lit("memory"))
+        .when(pl.col("kind") == "api").then(api_class(pl.col("name")))
+        .otherwise(pl.lit(None, pl.String)).alias("klass"),
+    ).select("code", "name", "kind", "key", "short", "klass")
 
 
 def prepare_timeline(kernels: pl.DataFrame, memcpy: pl.DataFrame, ranges: pl.DataFrame,
-                     stack: pl.DataFrame) -> TimelineData:
+                     stack: pl.DataFrame, api_calls: pl.DataFrame | None = None) -> TimelineData:
     """Index a run's canonical tables for timeline views."""
-    events = lane_events(kernels, memcpy, ranges)
+    events = lane_events(kernels, memcpy, ranges, api_calls)
     frames = stack_frames(stack, ranges)
     tracks, functions = stack_tracks(frames)
     lanes = lane_table(events)
     names = _event_names(events)
     events = events.join(lanes.select("lane", *LANE_KEY), on=LANE_KEY, how="left", nulls_equal=True).select(
         "lane", "kind", pl.col("name").cast(pl.Enum(names.get_column("name"))).to_physical().cast(pl.Int64)
-        .alias("code"), "category", "start_ns", "end_ns", "bytes", "flops", "rank")
+        .alias("code"), "category", "start_ns", "end_ns", "bytes", "flops", "depth", "correlation", "rank")
     lane = events.get_column("lane").to_numpy()
     starts, ends = events.get_column("start_ns").to_numpy(), events.get_column("end_ns").to_numpy()
     codes = events.get_column("code").to_numpy()
@@ -170,7 +200,7 @@ def prepare_timeline(kernels: pl.DataFrame, memcpy: pl.DataFrame, ranges: pl.Dat
     return TimelineData(
         start_ns=start, end_ns=max(end, start + 1),
         lanes=pl.concat([lanes, overlay], how="diagonal_relaxed").select(
-            "lane", "group", "rank", "device", "track", "sublane", "label"),
+            "lane", "group", "rank", "device", "track", "sublane", "label", "track_id", "track_label"),
         events=events.drop("rank"),
         names=names,
         indexes=indexes,
@@ -178,6 +208,8 @@ def prepare_timeline(kernels: pl.DataFrame, memcpy: pl.DataFrame, ranges: pl.Dat
         .filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null()),
         stacks=tracks,
         functions=functions,
+        sources={"kernels": kernels, "memcpy": memcpy, "ranges": ranges, "stack": stack,
+                 "api_calls": api_calls if api_calls is not None else schema.empty("api_calls")},
     )
 
 
@@ -193,98 +225,6 @@ def clamp_window(data: TimelineData, window: tuple[int, int] | None) -> tuple[in
         start = max(data.start_ns, middle - MIN_WINDOW_NS // 2)
         end = min(data.end_ns, start + MIN_WINDOW_NS)
     return start, end
-
-
-def bucket_count(rows: int, span_ns: int) -> int:
-    """Buckets per row so that all rows together stay within MARK_BUDGET (never narrower than 1 ns)."""
-    per_row = MARK_BUDGET // max(rows, 1)
-    return int(max(1, min(MAX_BUCKETS, max(MIN_BUCKETS, per_row), span_ns)))
-
-
-def choose_exact(counts: dict[object, int], buckets: int, budget: int = EXACT_BUDGET) -> set[object]:
-    """The rows drawn event by event: those with at most `exact_limit` events in the window."""
-    limit = exact_limit(list(counts.values()), buckets, budget)
-    return {row for row, count in counts.items() if 0 < count <= limit}
-
-
-def exact_limit(counts: list[int], buckets: int, budget: int = EXACT_BUDGET) -> int:
-    """Most events a row may hold in the window and still be drawn event by event.
-
-    The largest threshold t (at most `buckets`: one bar per pixel bucket on
-    average) such that the rows holding at most t events hold at most
-    `budget` events together. One threshold for every row keeps similar lanes
-    alike, and the emptiest rows are drawn exactly first.
-    """
-    limit, total = 0, 0
-    for count, rows in sorted(Counter(c for c in counts if c > 0).items()):
-        if count > buckets or total + count * rows > budget:  # rows with equal counts: all or none
-            break
-        total += count * rows
-        limit = count
-    return limit
-
-
-def lane_cell_arrays(index: IntervalIndex, edges: np.ndarray, lane: int,
-                     selected: list[IntervalIndex]) -> dict[str, np.ndarray]:
-    """Per non-empty bucket of one lane: busy fraction, events starting, dominant code (column -> array).
-
-    Busy fractions and event counts are exact. The dominant code (the name
-    holding most time in a bucket) is exact while the window holds at most
-    DENSE_EVENTS_PER_BUCKET events per bucket, else it is estimated from
-    SAMPLES_PER_BUCKET instants per bucket (see IntervalIndex).
-    `selected` holds one index per selected kernel present on the lane; their
-    busy fraction and dominant code per bucket are exact. Arrays, not a frame:
-    `timeline_view` joins every lane's arrays into one frame (`_named_cells`).
-    """
-    width = np.diff(edges).astype(np.float64)
-    n_buckets, n_codes = len(width), len(index.code_table)
-    busy = index.busy_ns(edges) / width
-    starting = index.starts_per_bucket(edges)
-    if index.count_overlapping(int(edges[0]), int(edges[-1])) <= DENSE_EVENTS_PER_BUCKET * n_buckets:
-        pieces = index.bucket_contributions(edges)
-    else:
-        pieces = index.sampled_contributions(edges, SAMPLES_PER_BUCKET)
-    best, _ = dominant_per_bucket(*pieces, n_buckets, n_codes)
-    best = np.where(best >= 0, best, index.first_starting(edges))  # a bucket no sample hit
-    best_global = np.append(index.code_table, -1)[best]  # local -1 maps to global -1
-    selected_busy = np.zeros(n_buckets)
-    selected_code = np.full(n_buckets, -1, dtype=np.int64)
-    if selected:
-        per_kernel = np.stack([kernel.busy_ns(edges) for kernel in selected]).astype(np.float64)
-        selected_busy = per_kernel.sum(axis=0) / width
-        heaviest = per_kernel.argmax(axis=0)
-        codes = np.array([int(kernel.codes[0]) for kernel in selected], dtype=np.int64)
-        selected_code = np.where(per_kernel.max(axis=0) > 0, codes[heaviest], -1)
-    keep = np.flatnonzero((busy > 0) | (starting > 0))
-    return {
-        "lane": np.full(len(keep), lane, dtype=np.int32),
-        "bucket": keep.astype(np.int32),
-        "start_ns": edges[:-1][keep],
-        "end_ns": edges[1:][keep],
-        "busy": np.minimum(busy[keep], 1.0),
-        "events": starting[keep].astype(np.int64),
-        "code": best_global[keep],
-        "selected_busy": np.minimum(selected_busy[keep], 1.0),
-        "selected_code": selected_code[keep],
-    }
-
-
-def _named_cells(parts: list[dict[str, np.ndarray]], names: pl.DataFrame) -> pl.DataFrame:
-    """All lanes' cells in one frame, with the names their codes stand for (one gather per column)."""
-    if not parts:
-        return pl.DataFrame(schema=CELL_SCHEMA)
-    columns = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
-    missing = names.height  # code -1 (no name) gathers the null appended below
-    code = pl.Series(np.where(columns["code"] >= 0, columns["code"], missing))
-    chosen = pl.Series(np.where(columns["selected_code"] >= 0, columns["selected_code"], missing))
-    lookup = {column: pl.concat([names.get_column(column), pl.Series([None], dtype=pl.String)])
-              for column in ("name", "kind", "short")}
-    frame = pl.DataFrame({key: value for key, value in columns.items() if not key.endswith("code")})
-    return frame.with_columns(
-        lookup["name"].gather(code).alias("name"), lookup["kind"].gather(code).alias("kind"),
-        lookup["short"].gather(code).alias("short"), lookup["name"].gather(chosen).alias("selected_name"),
-        lookup["short"].gather(chosen).alias("selected_short"),
-    ).select(list(CELL_SCHEMA)).cast(CELL_SCHEMA)  # type: ignore[arg-type]
 
 
 def selected_codes(names: pl.DataFrame, keys: Iterable[str]) -> list[int]:
@@ -306,12 +246,39 @@ def _kernel_indexes(data: TimelineData, lane: int, codes: list[int]) -> list[Int
     return found
 
 
+def shown_lanes(data: TimelineData, rank: int | None, pinned: Sequence[str] = (),
+                folded: Collection[str] = ()) -> pl.DataFrame:
+    """The lanes of a view, top to bottom: pinned tracks first (in pin order), folded tracks on one row.
+
+    A folded track keeps its first row (a thread's outermost ranges, which cover the deeper ones in
+    time) and says how many rows it hides.
+    """
+    lanes = data.lanes if rank is None else data.lanes.filter(pl.col("rank") == rank)
+    rows = pl.col("sublane").count().over("track_id")
+    is_folded = pl.col("track_id").is_in(list(folded)).fill_null(False)
+    kept = ~is_folded | (pl.col("sublane").fill_null(0) == 0)
+    lanes = lanes.with_columns(rows.alias("rows")).filter(kept).with_columns(
+        pl.when(is_folded & (pl.col("rows") > 1))
+        .then(pl.format("{} (+{} rows folded)", pl.col("label"), pl.col("rows") - 1))
+        .otherwise(pl.col("label")).alias("label"))
+    if pinned:
+        order = {track: position for position, track in enumerate(pinned)}
+        pin = pl.col("track_id").replace_strict(order, default=len(order), return_dtype=pl.Int32)
+        lanes = lanes.with_columns(pin.alias("pin")).sort("pin", maintain_order=True).drop("pin")
+    return lanes.drop("rows")
+
+
 def timeline_view(data: TimelineData, window: tuple[int, int] | None = None, rank: int | None = None,
-                  selected_keys: Iterable[str] = ()) -> TimelineView:
-    """The lanes, cells, exact events and series of one window (rank None = all ranks)."""
+                  selected_keys: Iterable[str] = (), *, pinned: Sequence[str] = (), folded: Collection[str] = (),
+                  matched_codes: Collection[int] = ()) -> TimelineView:
+    """The lanes, cells, exact events and series of one window (rank None = all ranks).
+
+    `pinned` / `folded`: track ids drawn first / on one row; `matched_codes`: names a search matched,
+    flagged `matched` on the exact events.
+    """
     start, end = clamp_window(data, window)
     keys = frozenset(selected_keys)
-    lanes = data.lanes if rank is None else data.lanes.filter(pl.col("rank") == rank)
+    lanes = shown_lanes(data, rank, pinned, folded)
     stacks = [t for t in data.stacks if rank is None or t.rank == rank]
     overlay_ranks = {t.rank for t in stacks}
     lanes = lanes.filter((pl.col("group") != OVERLAY_GROUP) | pl.col("rank").is_in(list(overlay_ranks)))
@@ -342,20 +309,23 @@ def timeline_view(data: TimelineData, window: tuple[int, int] | None = None, ran
     code = taken.get_column("code")
     events = taken.with_columns(
         pl.Series("lane", np.concatenate(exact_lanes) if exact_lanes else [], dtype=pl.Int32),
-        *[data.names.get_column(column).gather(code).alias(column) for column in ("name", "short", "key")],
+        *[data.names.get_column(column).gather(code).alias(column) for column in ("name", "short", "key", "klass")],
         code.is_in(chosen_codes).alias("selected"),
-    ).select("lane", "kind", "name", "short", "category", "start_ns", "end_ns", "bytes", "flops", "key", "selected")
+        code.is_in(list(matched_codes)).alias("matched"),
+    ).join(data.lanes.select("lane", "rank", "device", "track"), on="lane", how="left", maintain_order="left").select(
+        "lane", "kind", "name", "short", "klass", "category", "start_ns", "end_ns", "bytes", "flops", "depth", "key",
+        "selected", "matched", "rank", "device", "track")
 
     stack_rows = [(t, counts[("stack", t.stack)], ("stack", t.stack) in exact) for t in stacks]
     depth = [stack_depth_series(t, edges) for t, count, is_exact in stack_rows if count and not is_exact]
     frames = [stack_frames_in(t, start, end) for t, _, is_exact in stack_rows if is_exact]
     return TimelineView(
         start_ns=start, end_ns=end, run_start_ns=data.start_ns, run_end_ns=data.end_ns, buckets=buckets,
-        lanes=lanes.select("lane", "group", "rank", "label").with_columns(
+        lanes=lanes.select("lane", "group", "rank", "label", "track_id").with_columns(
             pl.col("lane").replace_strict({lane: counts.get(("lane", lane), 0) for lane in lane_ids},
                                           return_dtype=pl.Int64).alias("events"),
             pl.col("lane").is_in([lane for kind, lane in exact if kind == "lane"]).alias("exact")),
-        cells=_named_cells(raw_cells, data.names),
+        cells=named_cells(raw_cells, data.names),
         events=events,
         copies=copy_series(copies, edges),
         stacks=pl.DataFrame(

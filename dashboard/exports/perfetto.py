@@ -32,6 +32,8 @@ from typing import BinaryIO
 import msgspec
 import polars as pl
 
+from dashboard.analysis.timeline_flows import launch_pairs
+
 TRACE_TABLES = ("kernels", "memcpy", "ranges", "api_calls")
 PID_STRIDE = 1000  # pid = (rank + 1) * PID_STRIDE + device
 CPU_SLOT = 999  # pid slot of a rank's CPU threads
@@ -187,11 +189,11 @@ def _metadata_events(tracks: pl.DataFrame) -> list[pl.DataFrame]:
 
 
 def _flow_events(launched: list[pl.DataFrame], api: pl.DataFrame) -> list[pl.DataFrame]:
-    """An arrow from each CUDA API call to the kernel or copy it launched (same rank and correlation)."""
-    callers = api.filter(pl.col("correlation").is_not_null() & (pl.col("correlation") != 0)).select(
-        "rank", "correlation", pl.col("ts").alias("s_ts"), pl.col("pid").alias("s_pid"), pl.col("tid").alias("s_tid"))
+    """An arrow from each CUDA API call to the kernel or copy it launched (`launch_pairs`, as /timeline)."""
+    callers = api.select("rank", "correlation", pl.col("ts").alias("s_ts"), pl.col("pid").alias("s_pid"),
+                         pl.col("tid").alias("s_tid"))
     targets = pl.concat([frame.select("rank", "correlation", "ts", "pid", "tid") for frame in launched])
-    pairs = callers.join(targets, on=["rank", "correlation"], how="inner").with_row_index("id")
+    pairs = launch_pairs(callers, targets).with_row_index("id")
     if pairs.height == 0:
         return []
     common = [pl.lit("launch").alias("name"), pl.lit("launch").alias("cat"), pl.col("id").cast(pl.Int64)]

@@ -18,7 +18,7 @@ PALETTE = (
     "#FF9DA7", "#9C755F", "#BAB0AC",
 )
 MEMORY_COLOURS = {"SMEM": "#2ca02c", "TMEM": "#d62728"}
-PASS_COLOURS = {"forward": "#0072B2", "backward": "#D55E00", "optimizer": "#009E73", "other": "#CC79A7",
+PASS_COLOURS = {"forward": "#0072B2", "backward": "#D55E00", "optimizer": "#009E73", "other": "#882255",
                 "unattributed": "#999999",
                 "none": "#999999"}  # "none": runs ingested before passes were unattributed / optimizer
 

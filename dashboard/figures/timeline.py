@@ -17,26 +17,24 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import polars as pl
 
-from dashboard.analysis.timeline import OVERLAY_GROUP, TimelineView
+from dashboard.analysis.timeline import MIN_WINDOW_NS, OVERLAY_GROUP, TimelineView
 from dashboard.analysis.units import bytes_unit_for, format_ns, window_span_text
 from dashboard.figures.theme import TEMPLATE, empty_figure
+from dashboard.figures.timeline_colours import STACK_COLOUR, colour_table, copy_colour
+from dashboard.figures.timeline_legend import LANE_LEGEND, LEGEND_PX, lane_legend, lane_legend_layout
 from dashboard.figures.timeline_marks import (
-    LANE_LEGEND,
-    STACK_COLOUR,
+    TEXT_SIZE,
     TimeAxis,
     Trace,
     bar_trace,
-    colour_table,
-    copy_colour,
     escape_html,
     exact_bars,
     groups,
     lane_heatmap,
-    lane_legend,
-    lane_legend_layout,
     numbers,
     with_geometry,
 )
+from dashboard.figures.timeline_overlays import MATCH_ROW, flow_traces, focus_trace, match_trace
 
 LANE_PX = 26
 SERIES_PX = 120
@@ -108,7 +106,7 @@ def _stack_traces(view: TimelineView, stack: int, axis: TimeAxis) -> tuple[list[
     if frames.height:
         deepest = max(deepest, int(frames.get_column("depth").max()) + 1)  # type: ignore[arg-type]
         functions = frames.select(pl.col("function").alias("name"), pl.lit("range").alias("kind"))
-        frames = with_geometry(frames, view, axis).join(
+        frames = with_geometry(frames.drop("short", strict=False), view, axis).join(
             colour_table(functions).select(pl.col("name").alias("function"), "colour"), on="function", how="left")
         frames = frames.with_columns(escape_html(pl.col("function")).alias("text"), (pl.col("depth") + 0.5).alias("y"))
         for (colour,), group in groups(frames, "colour"):
@@ -142,17 +140,17 @@ def _domains(heights: list[int]) -> list[list[float]]:
     return domains
 
 
-def timeline_figure(view: TimelineView, title: str = "Timeline") -> go.Figure:
+def timeline_figure(view: TimelineView, title: str = "Timeline", colour: str = "kernel") -> go.Figure:
     """Lanes on top, then copy bandwidth and bytes in flight, then one panel per Python-stack thread.
 
     All panels share one x axis (time since run start), so a zoom or pan
     anywhere reports a single `xaxis.range`; the panels are y axes stacked
     by domain rather than plotly subplots.
     """
-    return go.Figure(_figure_spec(view, title), _validate=False)
+    return go.Figure(_figure_spec(view, title, colour), _validate=False)
 
 
-def timeline_figure_dict(view: TimelineView, title: str = "Timeline") -> dict[str, Any]:
+def timeline_figure_dict(view: TimelineView, title: str = "Timeline", colour: str = "kernel") -> dict[str, Any]:
     """`timeline_figure` as the plain dict plotly.js reads, for callbacks that must answer fast.
 
     Building plotly's trace objects costs more than computing the whole view
@@ -160,7 +158,7 @@ def timeline_figure_dict(view: TimelineView, title: str = "Timeline") -> dict[st
     as well. Numeric arrays become plotly.js typed-array specs (base64, as
     go.Figure.to_dict makes them), text arrays plain lists.
     """
-    spec = _figure_spec(view, title)
+    spec = _figure_spec(view, title, colour)
     spec["data"] = [{key: _jsonable(value) for key, value in trace.items()} for trace in spec["data"]]
     return spec
 
@@ -171,7 +169,10 @@ _TYPED = {"float64": "f8", "float32": "f4", "int32": "i4", "uint32": "u4", "int1
 
 
 def _jsonable(value: Any) -> Any:
-    """A numpy array as a typed-array spec (numbers) or a list (text); anything else as is."""
+    """A numpy array as a typed-array spec (numbers) or a list (text), also inside nested properties
+    (marker.size, marker.line.width); anything else as is."""
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
     if not isinstance(value, np.ndarray):
         return value
     if value.dtype.kind in "US":
@@ -185,7 +186,14 @@ def _jsonable(value: Any) -> Any:
     return spec
 
 
-def _figure_spec(view: TimelineView, title: str) -> dict[str, Any]:
+def _focus_range(view: TimelineView, axis: TimeAxis) -> list[float] | None:
+    if view.focus.is_empty():
+        return None
+    event = view.focus.row(0, named=True)
+    return [axis(float(event["start_ns"])), axis(float(event["end_ns"]))]
+
+
+def _figure_spec(view: TimelineView, title: str, colour: str = "kernel") -> dict[str, Any]:
     """The figure as a dict whose arrays are still numpy arrays."""
     main = view.lanes.filter(pl.col("group") != OVERLAY_GROUP)
     has_copies = view.copies.height > 0
@@ -194,7 +202,8 @@ def _figure_spec(view: TimelineView, title: str) -> dict[str, Any]:
         return empty_figure("This run has no kernels, copies, ranges or stacks to draw.").to_dict()
     axis = TimeAxis(view)
     selection_active = bool(view.selected_keys)
-    heights = [max(3, main.height) * LANE_PX] + ([SERIES_PX, SERIES_PX] if has_copies else [])
+    heights = [max(3, main.height + (view.search is not None)) * LANE_PX] + (
+        [SERIES_PX, SERIES_PX] if has_copies else [])
     heights += [STACK_PX] * stacks.height
     domains = _domains(heights)
     layout: dict[str, Any] = {}
@@ -209,11 +218,16 @@ def _figure_spec(view: TimelineView, title: str) -> dict[str, Any]:
             "domain": domains[number - 1], "anchor": "x", "fixedrange": True, **yaxis}
 
     rows = {lane: float(row) for row, lane in enumerate(main.get_column("lane").to_list())}
-    heatmap = lane_heatmap(view.cells, rows, list(rows.values()), view, axis, selection_active)
-    bars = exact_bars(view.events, rows, view, axis, selection_active)
-    panel(1, [*([heatmap] if heatmap is not None else []), *bars, *lane_legend(view)],
-          tickmode="array", tickvals=list(rows.values()), ticktext=main.get_column("label").to_list(),
-          range=[max(3, len(rows)) - 0.5, -0.5], showgrid=False, zeroline=False, ticks="")
+    heatmap = lane_heatmap(view.cells, rows, list(rows.values()), view, axis, selection_active, colour)
+    bars = exact_bars(view.events, rows, view, axis, selection_active, mode=colour)
+    overlays = [trace for trace in (match_trace(view, axis), focus_trace(view, rows, axis)) if trace is not None]
+    top = MATCH_ROW if view.search is not None else 0.0
+    ticks = ([MATCH_ROW] if view.search is not None else []) + list(rows.values())
+    labels = ([view.search] if view.search is not None else []) + main.get_column("label").to_list()
+    panel(1, [*([heatmap] if heatmap is not None else []), *bars, *overlays,
+              *flow_traces(view.flows, rows, axis), *lane_legend(view, colour)],
+          tickmode="array", tickvals=ticks, ticktext=labels,
+          range=[max(3, len(rows)) - 0.5, top - 0.5], showgrid=False, zeroline=False, ticks="")
     number = 2
     if has_copies:
         bandwidth, in_flight, rate_unit, size_unit, note = _copy_traces(view, axis)
@@ -229,11 +243,12 @@ def _figure_spec(view: TimelineView, title: str) -> dict[str, Any]:
     for stack, rank, label in stacks.select("stack", "rank", "label").iter_rows():
         stack_traces, deepest = _stack_traces(view, stack, axis)
         under = {lane: -1.0 for lane in overlay.filter(pl.col("rank") == rank).get_column("lane").to_list()}
-        kernels = lane_heatmap(view.cells, {lane: 0 for lane in under}, [-1.0], view, axis, selection_active)
+        kernels = lane_heatmap(view.cells, {lane: 0 for lane in under}, [-1.0], view, axis, selection_active,
+                               colour)
         step = max(1, (deepest + 4) // 5)
         ticks = list(range(0, deepest + 1, step))
         panel(number, [*stack_traces, *([kernels] if kernels is not None else []),
-                       *exact_bars(view.events, under, view, axis, selection_active, by_name=False)],
+                       *exact_bars(view.events, under, view, axis, selection_active, by_name=False, mode=colour)],
               title={"text": f"Python stack<br>{label}"}, range=[-1.6, deepest + 1], tickmode="array",
               tickvals=[-1, *ticks], ticktext=["kernels", *map(str, ticks)], zeroline=False)
         number += 1
@@ -261,10 +276,17 @@ def _figure_spec(view: TimelineView, title: str) -> dict[str, Any]:
         "uirevision": "timeline", "selectionrevision": f"{view.start_ns}-{view.end_ns}",
         "dragmode": "zoom", "hovermode": "closest",
         "title": {"text": f"{title} · {_window_text(view)}"},
-        "margin": {"l": 150, "r": 20, "t": 100, "b": 100},
+        "margin": {"l": 150, "r": LEGEND_PX, "t": 100, "b": 100},
+        # Names inside bars only where they fit at a legible size (never shrunk to a smudge).
+        "uniformtext": {"mode": "hide", "minsize": TEXT_SIZE - 2},
         # Legend (copy kinds) under the time axis title: the top edge holds the repeated time axis.
         "legend": {"orientation": "h", "y": -70 / plot_px, "yanchor": "top", "x": 0.0, "xanchor": "left"},
         LANE_LEGEND: lane_legend_layout(plot_px),
+        # What the browser's keys need (assets/timeline-keys.js): the run's extent and the selected
+        # event's on this axis, the narrowest window, and the window drawn.
         "meta": {"origin_ns": view.run_start_ns, "divisor": axis.divisor, "unit": axis.unit,
-                 "window": [view.start_ns, view.end_ns]},
+                 "window": [view.start_ns, view.end_ns],
+                 "run_range": [axis(view.run_start_ns), axis(view.run_end_ns)],
+                 "min_span": MIN_WINDOW_NS / axis.divisor,
+                 "focus": _focus_range(view, axis)},
     }}

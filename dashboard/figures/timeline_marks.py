@@ -11,7 +11,6 @@ dicts with numpy arrays (see timeline.timeline_figure_dict).
 from __future__ import annotations
 
 import html
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -19,52 +18,37 @@ import polars as pl
 
 from dashboard.analysis.timeline import TimelineView
 from dashboard.analysis.units import time_unit_for
-from dashboard.figures.theme import PASS_COLOURS, colour_for
+from dashboard.figures.timeline_colours import (
+    COPY_COLOURS,
+    GREY,
+    LEVELS,
+    PASS_ORDER,
+    STACK_COLOUR,
+    blend,
+    colour_table,
+    copy_colour,
+    event_colour,
+)
 
-GREY = "#ced4da"  # kernels outside the selection
-LEVELS = 4  # busy-fraction shades per colour: up to 25, 50, 75, 100 %
+# Re-exported: the figure modules and tests know them as the marks'.
+__all__ = ["COPY_COLOURS", "GREY", "LEVELS", "PASS_ORDER", "PASS_STRIPE", "STACK_COLOUR", "TimeAxis", "blend",
+           "colour_table", "copy_colour", "event_colour", "exact_bars", "lane_heatmap"]
+
 MIN_BAR_FRACTION = 1 / 1500  # thinner events are widened to this share of the window so they stay visible
 FULL_NAME_LINE = 90
 FULL_NAME_LINES = 24  # hover carries the full demangled name (issue 15); only a pathological one is cut
-# One distinct colour per copy kind (hues far apart); kinds outside the table take the spare ones.
-COPY_COLOURS = {
-    "memcpy HtoD": "#5D3A9B", "memcpy DtoH": "#1B9E77", "memcpy DtoD": "#E6AB02", "memcpy HtoH": "#A6761D",
-    "memcpy PtoP": "#E7298A", "memset": "#6C757D", "memcpy": "#495057",
-}
-_SPARE_COPY_COLOURS = ("#66A61E", "#1F78B4", "#B15928", "#6A3D9A", "#FB9A99", "#17BECF")
-STACK_COLOUR = "#495057"
-PASS_ORDER = ("forward", "backward", "optimizer")
 PASS_STRIPE = 0.8 / len(PASS_ORDER)  # each pass has its stripe of the passes lane, so bands of one step may overlap
-LANE_LEGEND = "legend2"  # the key to the passes and ranges lanes; the default legend holds the copy kinds
-LEGEND_RANGE_NAMES = 5
+# Names are written inside bars wide enough for them at the chart's narrowest usual width (plotly
+# hides any that still do not fit: layout.uniformtext); thinner bars send no text at all.
+PLOT_PX = 1_000
+CHAR_PX = 6.5
+TEXT_SIZE = 10
+# The first columns of every clickable bar's customdata name its event (analysis.timeline_details.EventRef):
+# kind code, rank, track, sub (device or depth), start - run start in ns (exact in a float64 for 104 days).
+KIND_CODES = {"kernel": 0, "memcpy": 1, "range": 2, "step": 3, "api": 4, "pass": 5}
+REF_COLUMNS = ("kind_code", "rank", "track", "sub", "offset_ns")
+MATCH_OUTLINE = "#212529"
 Trace = dict[str, Any]
-
-
-@lru_cache(maxsize=8192)  # colour_for walks every byte of a (long) kernel name
-def event_colour(name: str | None, kind: str | None) -> str:
-    """Kernels and ranges by name (theme.colour_for), copies by kind, passes by pass."""
-    if name is None:
-        return GREY
-    if kind == "memcpy":
-        return copy_colour(name)
-    if kind == "pass":
-        return PASS_COLOURS.get(name, PASS_COLOURS["none"])
-    return colour_for(name)
-
-
-def copy_colour(series: str) -> str:
-    """The colour of a copy kind (`memcpy HtoD`, `memset`...): fixed for known kinds, else a spare one."""
-    if series in COPY_COLOURS:
-        return COPY_COLOURS[series]
-    return _SPARE_COPY_COLOURS[sum(series.encode("utf-8")) % len(_SPARE_COPY_COLOURS)]
-
-
-def blend(colour: str, level: int) -> str:
-    """`colour` mixed with white: level LEVELS-1 is the colour itself, level 0 the palest."""
-    red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
-    share = 0.3 + 0.7 * level / (LEVELS - 1)
-    mix = [round(255 - (255 - c) * share) for c in (red, green, blue)]
-    return "#{:02x}{:02x}{:02x}".format(*mix)
 
 
 def escape_html(expr: pl.Expr) -> pl.Expr:
@@ -93,17 +77,10 @@ class TimeAxis:
         return (pl.col(column) - self.origin_ns) / self.divisor
 
 
-def colour_table(pairs: pl.DataFrame) -> pl.DataFrame:
-    """name, kind, colour for distinct (name, kind) pairs: Python once per distinct name."""
-    pairs = pairs.unique()
-    colours = [event_colour(name, kind) for name, kind in pairs.select("name", "kind").iter_rows()]
-    return pairs.with_columns(pl.Series("colour", colours, dtype=pl.String))
-
-
-def _cell_colours(cells: pl.DataFrame, selection_active: bool) -> pl.DataFrame:
+def _cell_colours(cells: pl.DataFrame, selection_active: bool, mode: str) -> pl.DataFrame:
     """Add `colour` (dominant name's, or the selected kernel's, or grey) and `level` (busy shade)."""
-    own = colour_table(cells.select("name", "kind"))
-    cells = cells.join(own, on=["name", "kind"], how="left", nulls_equal=True)
+    own = colour_table(cells.select("name", "kind", "klass"), mode)
+    cells = cells.join(own, on=["name", "kind", "klass"], how="left", nulls_equal=True)
     if selection_active:
         chosen = colour_table(cells.select(pl.col("selected_name").alias("name"), pl.lit("kernel").alias("kind")))
         cells = cells.join(chosen.select(pl.col("name").alias("selected_name"), pl.col("colour").alias("chosen")),
@@ -116,7 +93,7 @@ def _cell_colours(cells: pl.DataFrame, selection_active: bool) -> pl.DataFrame:
 
 
 def lane_heatmap(cells: pl.DataFrame, rows: dict[int, int], y_values: list[float], view: TimelineView,
-                 axis: TimeAxis, selection_active: bool) -> Trace | None:
+                 axis: TimeAxis, selection_active: bool, mode: str = "kernel") -> Trace | None:
     """The aggregated buckets of the lanes in `rows` (lane -> row number) as one heatmap trace.
 
     Per cell the payload is one shade number, two or three numbers for the
@@ -126,7 +103,7 @@ def lane_heatmap(cells: pl.DataFrame, rows: dict[int, int], y_values: list[float
     cells = cells.filter(pl.col("lane").is_in(list(rows)))
     if cells.is_empty():
         return None
-    cells = _cell_colours(cells, selection_active)
+    cells = _cell_colours(cells, selection_active, mode)
     shades = cells.select("colour", "level").unique().sort("colour", "level")
     shades = shades.with_columns(pl.int_range(pl.len()).alias("shade"))
     shown = pl.col("short")
@@ -165,11 +142,31 @@ def numbers(frame: pl.DataFrame, *columns: str) -> np.ndarray:
     return np.column_stack([frame.get_column(c).to_numpy().astype(np.float64) for c in columns])
 
 
+def clickable(frame: pl.DataFrame, *columns: str) -> list[list[float | None]]:
+    """customdata of clickable bars: REF_COLUMNS, then `columns`, as plain lists (nulls for unknown).
+
+    Not a typed array: Dash's click events copy a point's customdata from the figure as sent, where a
+    typed array is still its base64 spec and yields nothing.
+    """
+    matrix = numbers(frame, *REF_COLUMNS, *columns)
+    return [[None if value != value else value for value in row] for row in matrix.tolist()]
+
+
 def bar_trace(group: pl.DataFrame, y: str, colour: str, **properties: Any) -> Trace:
     # Plain dicts take plotly.js's nested names (marker.color), not plotly.py's `marker_color` shorthand.
-    return dict(type="bar", base=group.get_column("x0").to_numpy(), x=group.get_column("length").to_numpy(),
-                y=group.get_column(y).to_numpy().astype(np.float64), orientation="h",
-                marker={"color": colour, "line": {"width": 0}}, showlegend=False, textposition="none", **properties)
+    trace = dict(type="bar", base=group.get_column("x0").to_numpy(), x=group.get_column("length").to_numpy(),
+                 y=group.get_column(y).to_numpy().astype(np.float64), orientation="h",
+                 marker={"color": colour, "line": {"width": 0}}, showlegend=False, textposition="none")
+    if "label" in group.columns and group.get_column("label").str.len_chars().max():
+        # Names inside the bars wide enough to hold them, from their left end.
+        trace.update(text=group.get_column("label").to_numpy().astype(str), textposition="inside",
+                     insidetextanchor="start", textfont={"size": TEXT_SIZE}, constraintext="none")
+    if "matched" in group.columns and group.get_column("matched").any():
+        # Search matches: outlined, so they stand out whatever their colour.
+        trace["marker"]["line"] = {"color": MATCH_OUTLINE,
+                                   "width": np.where(group.get_column("matched").to_numpy(), 2.0, 0.0)}
+    trace.update(properties)
+    return trace
 
 
 def groups(frame: pl.DataFrame, *keys: str) -> list[tuple[tuple[Any, ...], pl.DataFrame]]:
@@ -180,41 +177,60 @@ def groups(frame: pl.DataFrame, *keys: str) -> list[tuple[tuple[Any, ...], pl.Da
 
 
 def with_geometry(events: pl.DataFrame, view: TimelineView, axis: TimeAxis) -> pl.DataFrame:
-    min_width = (view.end_ns - view.start_ns) * MIN_BAR_FRACTION
+    span = view.end_ns - view.start_ns
+    min_width = span * MIN_BAR_FRACTION
     duration = pl.col("end_ns") - pl.col("start_ns")
-    return events.with_columns(
+    visible = pl.min_horizontal(pl.col("end_ns"), pl.lit(view.end_ns)) - pl.max_horizontal(
+        pl.col("start_ns"), pl.lit(view.start_ns))
+    frame = events.with_columns(
         axis.expr("start_ns").alias("x0"),
         (pl.max_horizontal(duration, pl.lit(min_width)) / axis.divisor).alias("length"),
         ((pl.col("start_ns") - view.run_start_ns) / 1e9).alias("start_s"),
         (duration / 1e9).alias("duration_s"))
+    if "short" in events.columns:
+        fits = visible / span * PLOT_PX >= pl.col("short").str.len_chars() * CHAR_PX + 6
+        frame = frame.with_columns(pl.when(fits).then(pl.col("short")).otherwise(pl.lit("")).alias("label"))
+    return frame
+
+
+def _with_refs(events: pl.DataFrame, view: TimelineView) -> pl.DataFrame:
+    """The event-naming columns of REF_COLUMNS (see analysis.timeline_details.EventRef)."""
+    sub = (pl.when(pl.col("kind").is_in(["kernel", "memcpy"])).then(pl.col("device"))
+           .when(pl.col("kind") == "api").then(pl.lit(0)).otherwise(pl.col("depth")))
+    return events.with_columns(
+        pl.col("kind").replace_strict(KIND_CODES, default=-1, return_dtype=pl.Int8).alias("kind_code"),
+        pl.col("track").fill_null(-1), sub.fill_null(-1).alias("sub"),
+        (pl.col("start_ns") - view.run_start_ns).alias("offset_ns"))
 
 
 def exact_bars(events: pl.DataFrame, rows: dict[int, float], view: TimelineView, axis: TimeAxis,
-               selection_active: bool, by_name: bool = True) -> list[Trace]:
+               selection_active: bool, by_name: bool = True, mode: str = "kernel") -> list[Trace]:
     """One bar per event of the exact lanes in `rows` (lane -> y).
 
     With `by_name`, a trace per kernel or copy name, so its full name is sent
     once, in the hover template; otherwise (the kernels under a stack panel) a
-    trace per colour with short names per bar. Ranges and passes: a trace per
-    colour. Kernel bars carry their kernel key as `text`, for click-to-select.
+    trace per colour with short names per bar. Ranges, steps, API calls and
+    passes: a trace per colour. Every bar but a pass band names its event in
+    its first customdata columns (REF_COLUMNS), which a click reads.
     """
     events = events.filter(pl.col("lane").is_in(list(rows)))
     if events.is_empty():
         return []
     duration_s = ((pl.col("end_ns") - pl.col("start_ns")).clip(1) / 1e9)
-    events = with_geometry(events, view, axis).with_columns(
+    events = _with_refs(with_geometry(events, view, axis), view).with_columns(
         pl.col("lane").replace_strict(rows, return_dtype=pl.Float64).alias("y"),
         (pl.col("flops") / duration_s).alias("flop_rate"),
         (pl.col("bytes") / duration_s).alias("byte_rate"))
-    events = events.join(colour_table(events.select("name", "kind")), on=["name", "kind"], how="left")
+    events = events.join(colour_table(events.select("name", "kind", "klass"), mode), on=["name", "kind", "klass"],
+                         how="left", nulls_equal=True)
     if selection_active:
         greyed = (pl.col("kind") == "kernel") & ~pl.col("selected")
         events = events.with_columns(pl.when(greyed).then(pl.lit(GREY)).otherwise(pl.col("colour")).alias("colour"))
     traces: list[Trace] = []
-    timing = "start %{customdata[0]:.5~s}s · duration %{customdata[1]:.3~s}s"
+    timing = "start %{customdata[5]:.5~s}s · duration %{customdata[6]:.3~s}s"
     kernels = events.filter(pl.col("kind") == "kernel").with_columns(pl.col("flop_rate").is_not_null().alias("rated"))
     for (colour, rated, *named), group in groups(kernels, "colour", "rated", *(["name", "short"] if by_name else [])):
-        rate = "<br>%{customdata[2]:.3~s}FLOP/s" if rated else ""
+        rate = "<br>%{customdata[7]:.3~s}FLOP/s" if rated else ""
         if named:
             name, short = named
             label = f"<b>{html.escape(short)}</b><br><span style='font-size:11px'>{wrapped_name(name)}</span>"
@@ -223,23 +239,23 @@ def exact_bars(events: pl.DataFrame, rows: dict[int, float], view: TimelineView,
             label = "<b>%{hovertext}</b>"
             extra = {"name": "kernels", "hovertext": group.get_column("short").to_numpy().astype(str)}
         traces.append(bar_trace(group, "y", colour, width=0.8, opacity=0.7 if colour == GREY else 1.0,
-                           customdata=numbers(group, "start_s", "duration_s", "flop_rate"),
-                           text=group.get_column("key").to_numpy().astype(str),
-                           hovertemplate=f"{label}<br>{timing}{rate}<extra></extra>", **extra))
+                                customdata=clickable(group, "start_s", "duration_s", "flop_rate"),
+                                hovertemplate=f"{label}<br>{timing}{rate}<extra></extra>", **extra))
     for (name, colour), group in groups(events.filter(pl.col("kind") == "memcpy"), "name", "colour"):
         traces.append(bar_trace(group, "y", colour, width=0.8, name=name,
-                           customdata=numbers(group, "start_s", "duration_s", "bytes", "byte_rate"),
-                           hovertemplate=f"<b>{html.escape(name)}</b><br>{timing}<br>%{{customdata[2]:.3~s}}B at "
-                                         "%{customdata[3]:.3~s}B/s<extra></extra>"))
+                                customdata=clickable(group, "start_s", "duration_s", "bytes", "byte_rate"),
+                                hovertemplate=f"<b>{html.escape(name)}</b><br>{timing}<br>%{{customdata[7]:.3~s}}B "
+                                              "at %{customdata[8]:.3~s}B/s<extra></extra>"))
     traces += _pass_bars(events.filter(pl.col("kind") == "pass"), timing)
     others = events.filter(~pl.col("kind").is_in(["kernel", "memcpy", "pass"])).with_columns(
-        pl.concat_str(escape_html(pl.col("short")), pl.lit(" <i>("), pl.col("category").fill_null(""),
-                      pl.lit(")</i>")).alias("text"))
-    for (colour,), group in groups(others, "colour"):
-        traces.append(bar_trace(group, "y", colour, width=0.8, name="ranges",
-                           customdata=numbers(group, "start_s", "duration_s"),
-                           text=group.get_column("text").to_numpy().astype(str),
-                           hovertemplate=f"%{{text}}<br>{timing}<extra></extra>"))
+        pl.concat_str(escape_html(pl.col("short")), pl.lit(" <i>("), pl.col("category").fill_null(pl.col("kind")),
+                      pl.lit(")</i>")).alias("hover"))
+    for (kind, colour), group in groups(others, "kind", "colour"):
+        traces.append(bar_trace(group, "y", colour, width=0.8, name={"api": "API calls", "step": "steps"}.get(
+                                    kind, "ranges"),
+                                customdata=clickable(group, "start_s", "duration_s"),
+                                hovertext=group.get_column("hover").to_numpy().astype(str),
+                                hovertemplate=f"%{{hovertext}}<br>{timing}<extra></extra>"))
     return traces
 
 
@@ -249,65 +265,10 @@ def _pass_bars(bands: pl.DataFrame, timing: str) -> list[Trace]:
     for (name, colour), group in groups(bands, "name", "colour"):
         order = PASS_ORDER.index(name) if name in PASS_ORDER else len(PASS_ORDER) - 1
         offset = -0.4 + PASS_STRIPE * (order + 0.5)
-        group = group.with_columns((pl.col("y") + offset).alias("y"))
+        group = group.with_columns((pl.col("y") + offset).alias("y"), pl.lit("").alias("label"))
         text = pl.concat_str(pl.lit(f"<b>{html.escape(name)}</b> pass · "), pl.col("category").fill_null(""))
         traces.append(bar_trace(group, "y", colour, width=PASS_STRIPE * 0.9, name=name, legendgroup=f"pass {name}",
-                                customdata=numbers(group, "start_s", "duration_s"),
+                                customdata=numbers(group, *REF_COLUMNS, "start_s", "duration_s"),
                                 text=group.select(text).to_series().to_numpy().astype(str),
                                 hovertemplate=f"%{{text}}<br>{timing}<extra></extra>"))
     return traces
-
-
-def _key_entry(name: str, colour: str, group: str, title: str) -> Trace:
-    """A legend-only entry (no mark): a square of `colour` named `name` in the lane legend."""
-    return dict(type="scatter", x=[None], y=[None], mode="markers", name=name, legend=LANE_LEGEND,
-                marker={"color": colour, "symbol": "square", "size": 11}, showlegend=True, hoverinfo="skip",
-                legendgroup=group, legendgrouptitle={"text": title})
-
-
-def _visible_ns(start: pl.Expr, end: pl.Expr, view: TimelineView) -> pl.Expr:
-    return (pl.min_horizontal(end, pl.lit(view.end_ns)) - pl.max_horizontal(start, pl.lit(view.start_ns))).clip(0)
-
-
-def lane_legend(view: TimelineView) -> list[Trace]:
-    """The key to the passes lane (its pass colours) and the ranges lanes (the names holding most time in view).
-
-    Ranges are coloured by name, so the key lists the LEGEND_RANGE_NAMES
-    range names with the most time in the window (exact bars and
-    aggregated buckets, whose colour is their dominant name's); every other
-    name is in its bar's or bucket's hover. Profiler steps are left out:
-    they would fill the key, and each is one bar whose name its hover gives.
-    """
-    events, cells = view.events, view.cells
-    passes = set(events.filter(pl.col("kind") == "pass").get_column("name").to_list())
-    passes |= set(cells.filter(pl.col("kind") == "pass").get_column("name").to_list())
-    entries = [_key_entry(name, event_colour(name, "pass"), "passes", "passes (per step)")
-               for name in PASS_ORDER if name in passes]
-    timed = pl.concat([
-        events.filter(pl.col("kind") == "range").select(
-            "name", "short", _visible_ns(pl.col("start_ns"), pl.col("end_ns"), view).alias("time")),
-        cells.filter(pl.col("kind") == "range").select(
-            "name", "short", (pl.col("busy") * (pl.col("end_ns") - pl.col("start_ns"))).alias("time")),
-    ], how="vertical_relaxed")
-    timed = timed.filter(~pl.col("name").str.starts_with("ProfilerStep#"))
-    if timed.height:
-        top = (timed.group_by("name").agg(pl.col("short").first(), pl.col("time").sum())
-               .sort(["time", "name"], descending=[True, False]).head(LEGEND_RANGE_NAMES))
-        entries += [_key_entry(_middle_cut(short), event_colour(name, "range"),
-                               "ranges", "ranges (colour = name): most time in view")
-                    for name, short in top.select("name", pl.col("short").fill_null(pl.col("name"))).iter_rows()]
-    return entries
-
-
-def _middle_cut(text: str, limit: int = 34) -> str:
-    """Long names keep their start and their end (`autograd::engine…ConvolutionBackward0`), what tells them apart."""
-    if len(text) <= limit:
-        return text
-    tail = limit // 2
-    return text[: limit - tail - 1] + "…" + text[-tail:]
-
-
-def lane_legend_layout(plot_px: int) -> dict[str, Any]:
-    """Above the lanes, right-aligned (the title is on the left): a key, so clicks on it change nothing."""
-    return {"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1 + 34 / max(plot_px, 1), "yanchor": "bottom",
-            "itemclick": False, "itemdoubleclick": False, "font": {"size": 12}}

@@ -161,12 +161,13 @@ def layer_kernel_view(run: Run, rank: int | None, window: Window, layer: str,
     return kernel_analysis.kernel_summary(chosen, "name", run_launch_shapes(run)), how
 
 
-_TIMED_TABLES = ("kernels", "memcpy", "ranges", "stack")
+# The timeline draws every one of them (API calls on their own lanes), and its clock starts at the first.
+_TIMED_TABLES = ("kernels", "memcpy", "ranges", "stack", "api_calls")
 
 
 @per_run(16)
 def run_origin_ns(run: Run) -> int:
-    """The run's first instant: the earliest start of any kernel, copy, range or stack frame.
+    """The run's first instant: the earliest start of any kernel, copy, range, stack frame or API call.
 
     Every page measures window times from here (the timeline's clock starts at
     the same event), so a window reads the same on /kernels, /layers and /timeline.

@@ -1,9 +1,13 @@
-"""`/timeline`: kernels, copies, passes and call stacks per stream and thread, at the window's level of detail.
+"""`/timeline`: kernels, copies, CPU threads and API calls, passes and call stacks, at the window's level of detail.
 
 URL state: run, rank (int or "all"; none asked: all ranks, or the first rank
 when the run has more than MANY_RANKS), sel (kernel keys, highlighted; others
 grey), window (`<start_ns>-<end_ns>` on the run clock: the zoom, carried to
-/kernels and /layers, which summarise that window).
+/kernels and /layers, which summarise that window), find (a search; `re=1`:
+a regular expression) and hit (the match shown, from 1), ev (the selected
+event, `analysis.timeline_details.EventRef`), flows (auto / on / off: launch
+arrows of the whole window), colour (kernel / category), pin and fold (track
+ids drawn first / on one row).
 """
 
 from __future__ import annotations
@@ -12,14 +16,30 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any, Self
 
+import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.analysis.timeline import OVERLAY_GROUP, TimelineData, TimelineView, clamp_window, prepare_timeline
+from dashboard.analysis.timeline import (
+    FLOW_SCHEMA,
+    FOCUS_SCHEMA,
+    MATCH_SCHEMA,
+    OVERLAY_GROUP,
+    TIMELINE_TABLES,
+    TimelineData,
+    TimelineView,
+    clamp_window,
+    prepare_timeline,
+)
 from dashboard.analysis.timeline import timeline_view as build_view
+from dashboard.analysis.timeline_details import EventRef, find_event
+from dashboard.analysis.timeline_flows import event_links, launch_links, targets_starting, window_flows
+from dashboard.analysis.timeline_index import bucket_edges
+from dashboard.analysis.timeline_search import MAX_PATTERN, SearchResult, search, search_index
 from dashboard.analysis.units import format_ns
 from dashboard.collectors.gc_pause import gc_paused
 from dashboard.figures.timeline import TimeAxis, timeline_figure_dict
+from dashboard.figures.timeline_colours import COLOUR_MODES
 from dashboard.store import Run
 from dashboard.views import params
 from dashboard.views.cache import per_run
@@ -28,6 +48,10 @@ from dashboard.views.state import ViewState, param
 
 # Export name of each chart -> the page's component id.
 CHARTS = {"timeline": "timeline-graph"}
+FLOW_MODES = ("auto", "on", "off")
+AUTO_FLOWS = 2_000  # above this many launch arrows in a window, `flows=auto` draws none (and says so)
+MAX_FLOWS = 20_000  # `flows=on` draws at most this many
+DERIVE_AFTER_S = 1.0
 _build_lock = threading.Lock()
 
 
@@ -37,16 +61,30 @@ class State(ViewState):
     rank: int | str | None = param(params.rank_or_all())
     window: tuple[int, int] | None = param(params.window())
     sel: tuple[str, ...] = param(params.keys(), ())
+    find: str | None = param(params.text("find", MAX_PATTERN))
+    regex: bool = param(params.flag("re"), False)
+    hit: int | None = param(params.number("hit", low=1))
+    ev: str | None = param(params.text("ev", 120))
+    flows: str = param(params.choice("flows", FLOW_MODES, "auto"), "auto")
+    colour: str = param(params.choice("colour", COLOUR_MODES, "kernel"), "kernel")
+    pin: tuple[str, ...] = param(params.names("pin", 120), ())
+    fold: tuple[str, ...] = param(params.names("fold", 120), ())
 
     def resolved(self, run: Run) -> Self:
         asked = None if self.rank is None else str(self.rank)
         chosen = params.initial_rank(asked, timeline_ranks(run))
-        return self.replace(rank=params.ALL_RANKS if chosen is None else chosen)
+        ev = self.ev if EventRef.parse(self.ev) is not None else None
+        return self.replace(rank=params.ALL_RANKS if chosen is None else chosen, ev=ev,
+                            hit=self.hit if self.find else None)
 
     @property
     def rank_shown(self) -> int | None:
         """The rank drawn, None for every rank."""
         return self.rank if isinstance(self.rank, int) else None
+
+    @property
+    def event(self) -> EventRef | None:
+        return EventRef.parse(self.ev)
 
 
 @dataclass(frozen=True)
@@ -56,6 +94,8 @@ class Drawn:
     view: TimelineView
     figure: dict[str, Any]
     divisor: float
+    found: SearchResult | None  # the search of the state, on the rank drawn
+    flows_note: str  # what the launch arrows of the window are, in words
 
     @property
     def window(self) -> tuple[int, int] | None:
@@ -69,13 +109,24 @@ def _many_ranks(run: Run) -> bool:
 
 @per_run(maxsize=4)
 def _prepared(run: Run, rank: int | None) -> TimelineData:
-    if rank is not None:
-        return one_rank_timeline(run, rank)
-    return prepare_timeline(run.frame("kernels"), run.frame("memcpy"), run.frame("ranges"), run.frame("stack"))
+    data = one_rank_timeline(run, rank) if rank is not None else prepare_timeline(
+        *(run.frame(table) for table in TIMELINE_TABLES))
+    # The search index and the launch pairs (~0.3 s each at 1 M kernels) are built in the background once
+    # the first view has had the CPU (DERIVE_AFTER_S), so neither the first render nor the first search or
+    # click waits for both; whoever needs one before it is ready builds it (or waits for the build).
+    timer = threading.Timer(DERIVE_AFTER_S, _derive, args=(data,))
+    timer.daemon = True
+    timer.start()
+    return data
+
+
+def _derive(data: TimelineData) -> None:
+    search_index(data)
+    launch_links(data)
 
 
 def timeline_data(run: Run, rank: int | None = None) -> TimelineData:
-    """The run indexed for timeline views: built once per run and process (~1-2 s for 1 M kernels).
+    """The run indexed for timeline views: built once per run and process (~2-3 s for 1 M kernels).
 
     A run with more than MANY_RANKS ranks is indexed one rank at a time (the rank shown), not whole.
     """
@@ -92,20 +143,124 @@ def title(run: Run) -> str:
     return f"Timeline of {run.id}"
 
 
+@per_run(maxsize=16)
+def found(run: Run, rank: int | None, query: str, regex: bool) -> SearchResult:
+    """The search of a state on the rank drawn (every rank for None), cached per query."""
+    return search(timeline_data(run, rank), query, regex, rank)
+
+
+def _lane_alias(data: TimelineData, shown: pl.DataFrame) -> dict[int, int]:
+    """Lane -> the lane it is drawn on: a folded track's hidden rows draw on its first row."""
+    visible = shown.select("track_id", "lane").unique("track_id", keep="first")
+    hidden = data.lanes.filter(~pl.col("lane").is_in(shown.get_column("lane").to_list()))
+    return dict(hidden.join(visible, on="track_id", how="inner", suffix="_shown").select("lane", "lane_shown")
+                .iter_rows())
+
+
+def _aliased(frame: pl.DataFrame, alias: dict[int, int], *columns: str) -> pl.DataFrame:
+    if not alias:
+        return frame
+    return frame.with_columns(pl.col(c).replace(alias).cast(pl.Int32) for c in columns)
+
+
+def _flows_note(mode: str, count: int, drawn: int, starting: int | None = None) -> str:
+    if starting is not None:
+        return (f"{starting:,} kernels and copies start in this window: more than {AUTO_FLOWS:,} launch arrows, "
+                "so off by default (turn them on, or zoom in)")
+    if count == 0:
+        return "no launch arrows in this window (no API call with a correlation id launched its kernels)"
+    if mode == "off":
+        return f"{count:,} launch arrows in this window, turned off"
+    if mode == "auto" and count > AUTO_FLOWS:
+        return (f"{count:,} launch arrows in this window: more than {AUTO_FLOWS:,}, so off by default "
+                "(turn them on, or zoom in)")
+    if drawn < count:
+        return f"{drawn:,} of {count:,} launch arrows in this window drawn (at most {MAX_FLOWS:,})"
+    return f"{count:,} launch arrows in this window (API call → kernel or copy)"
+
+
+def _overlaid(data: TimelineData, view: TimelineView, state: State, result: SearchResult | None) -> tuple[
+        TimelineView, str]:
+    """The view with the search's matches, the selected event's outline and arrows, and the window's flows."""
+    alias = _lane_alias(data, view.lanes)
+    lanes = view.lanes.filter(pl.col("group") != OVERLAY_GROUP).get_column("lane").to_numpy()
+    mode = state.flows
+    limit = 0 if mode == "off" else (AUTO_FLOWS + 1 if mode == "auto" else MAX_FLOWS)
+    # Arrows of hidden (folded) rows are drawn to their track's row: count them among the shown lanes.
+    visible = set(lanes.tolist())
+    folded = [lane for lane, target in alias.items() if target in visible]
+    reachable = np.unique(np.concatenate([lanes, np.asarray(folded, dtype=lanes.dtype)])).astype(np.int64)
+    starting = targets_starting(data, reachable, view.start_ns, view.end_ns)
+    has_calls = bool(data.lanes.filter(pl.col("group") == "api").height)
+    if not has_calls:
+        flows, note = pl.DataFrame(schema=FLOW_SCHEMA), _flows_note(mode, 0, 0)
+    elif mode == "auto" and starting > AUTO_FLOWS * 4:
+        # Far too many to draw: say so without joining the launches (the first join of a big run is slow).
+        flows, note = pl.DataFrame(schema=FLOW_SCHEMA), _flows_note(mode, 0, 0, starting)
+    else:
+        flows, count = window_flows(data, reachable, view.start_ns, view.end_ns, limit)
+        if mode == "auto" and count > AUTO_FLOWS:
+            flows = flows.clear()
+        note = _flows_note(mode, count, flows.height)
+    parts = [flows]
+    focus = pl.DataFrame(schema=FOCUS_SCHEMA)
+    row = find_event(data, state.event) if state.event is not None else None
+    if row is not None:
+        event = data.events.row(row, named=True)
+        name = str(data.names.get_column("name")[event["code"]])
+        focus = pl.DataFrame({"lane": [event["lane"]], "start_ns": [event["start_ns"]], "end_ns": [event["end_ns"]],
+                              "name": [name]}, schema=FOCUS_SCHEMA)
+        parts.append(event_links(data, row).flows)
+    matches, label = pl.DataFrame(schema=MATCH_SCHEMA), None
+    if result is not None:
+        edges = bucket_edges(view.start_ns, view.end_ns, view.buckets)
+        matches = pl.DataFrame({"bucket": np.arange(view.buckets), "start_ns": edges[:-1], "end_ns": edges[1:],
+                                "matches": result.per_bucket(edges)}, schema=MATCH_SCHEMA)
+        label = f"find: {result.count:,}"
+    return replace(view, flows=_aliased(pl.concat(parts), alias, "from_lane", "to_lane"),
+                   focus=_aliased(focus, alias, "lane"), matches=matches, search=label), note
+
+
+@dataclass(frozen=True)
+class _Key:
+    """The parts of a state its figure depends on (hit does not: it moved the window and chose ev)."""
+
+    window: tuple[int, int]
+    rank: int | None
+    sel: tuple[str, ...]
+    find: str | None
+    regex: bool
+    ev: str | None
+    flows: str
+    colour: str
+    pin: tuple[str, ...]
+    fold: tuple[str, ...]
+
+
 @per_run(maxsize=64)
-def _drawn(run: Run, window: tuple[int, int], rank: int | None, selected: tuple[str, ...]) -> Drawn:
-    data = timeline_data(run, rank)
+def _drawn(run: Run, key: _Key) -> Drawn:
+    data = timeline_data(run, key.rank)
+    result = found(run, key.rank, key.find, key.regex) if key.find else None
+    matched = result.codes.tolist() if result is not None else ()
     with gc_paused():  # tens of thousands of short-lived objects: no collection mid-way
-        view = build_view(data, window, rank, selected)
-        figure = timeline_figure_dict(view, title(run))
-    return Drawn(view, figure, TimeAxis(view).divisor)
+        view = build_view(data, key.window, key.rank, key.sel, pinned=key.pin, folded=key.fold,
+                          matched_codes=matched)
+        view, note = _overlaid(data, view, State(ev=key.ev, flows=key.flows), result)
+        figure = timeline_figure_dict(view, title(run), key.colour)
+    return Drawn(view, figure, TimeAxis(view).divisor, result, note)
 
 
 def drawn(run: Run, state: State) -> Drawn:
-    """The view and figure of a state, cached per (run, window clamped to the run, rank, selection)."""
+    """The view and figure of a state, cached per (run, window clamped to the run, and the rest of the state)."""
     rank = state.rank_shown
     clamped = clamp_window(timeline_data(run, rank), state.window)
-    return _drawn(run, clamped, rank, tuple(sorted(state.sel)))
+    return _drawn(run, _Key(clamped, rank, tuple(sorted(state.sel)), state.find, state.regex, state.ev,
+                            state.flows, state.colour, state.pin, state.fold))
+
+
+def clear_drawn() -> None:
+    """Forget every drawn window (benchmarks measure new windows with it); the index and searches stay."""
+    _drawn.cache_clear()
 
 
 def shown(run: Run, state: State) -> State:
@@ -137,9 +292,6 @@ def status_text(view: TimelineView) -> str:
     return " · ".join(parts)
 
 
-TIMELINE_TABLES = ("kernels", "memcpy", "ranges", "stack")
-
-
 def one_rank_timeline(run: Run, rank: int) -> TimelineData:
     """The timeline index of one rank: only its rows are read (a filtered scan; in a partitioned run
     the other ranks' files are skipped by their statistics), on the run's clock, so a window reads
@@ -147,3 +299,12 @@ def one_rank_timeline(run: Run, rank: int) -> TimelineData:
     tables = [run.scan(table).filter(pl.col("rank") == rank).collect() for table in TIMELINE_TABLES]
     data = prepare_timeline(*tables)
     return replace(data, start_ns=min(data.start_ns, run_origin_ns(run)))
+
+
+def lane_tracks(run: Run, rank: int | None) -> list[dict[str, Any]]:
+    """The tracks the lane pickers offer, in display order: id, label, rows (depth rows of a thread's flame)."""
+    lanes = timeline_data(run, rank).lanes.filter(pl.col("group") != OVERLAY_GROUP)
+    if rank is not None:
+        lanes = lanes.filter(pl.col("rank") == rank)
+    tracks = lanes.group_by("track_id", maintain_order=True).agg(pl.col("track_label").first(), pl.len().alias("rows"))
+    return [{"id": track, "label": label, "rows": rows} for track, label, rows in tracks.iter_rows()]

@@ -373,3 +373,9 @@ def test_every_page_measures_windows_from_the_timelines_first_instant(tmp_path) 
     run = store.open(store.write("origin", tables))
     timeline = prepare_timeline(run.frame("kernels"), run.frame("memcpy"), run.frame("ranges"), run.frame("stack"))
     assert run_origin_ns(run) == timeline.start_ns == first_kernel - 5_000 < first_kernel
+    # So does an API call (drawn on its thread's CUDA API lane), on every page alike.
+    tables["api_calls"] = canonical("api_calls", rank=[0], thread=[11], name=["cudaMalloc"], correlation=[0],
+                                    start_ns=[first_kernel - 9_000], end_ns=[first_kernel - 8_000])
+    run = store.open(store.write("origin-api", tables))
+    timeline = prepare_timeline(*(run.frame(t) for t in ("kernels", "memcpy", "ranges", "stack", "api_calls")))
+    assert run_origin_ns(run) == timeline.start_ns == first_kernel - 9_000

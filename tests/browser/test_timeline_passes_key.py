@@ -32,9 +32,13 @@ def test_passes_and_ranges_lanes_have_a_key_that_overlaps_nothing(page: Page, se
     key = page.locator(f"{GRAPH} g.legend2")
     expect(key).to_be_visible()
     texts = [text.text_content() for text in key.locator("text.legend2text").all()]  # group titles, then entries
-    assert texts[:5] == ["passes (per step)", "forward", "backward", "optimizer",
-                         "ranges (colour = name): most time in view"]
-    assert len(texts) == 5 + 5  # and the five range names with the most time
+    assert texts[:4] == ["passes (per step)", "forward", "backward", "optimizer"]
+    titles = [text for text in texts if text.endswith(("in view", "steps", "calls"))]
+    assert titles == ["kernels (colour = name): most GPU time in view", "ranges (colour = name): most time in view",
+                      "profiler steps", "CUDA API calls"]
+    # five kernel and five range names with the most time, and the steps' one entry
+    assert texts.index(titles[1]) - texts.index(titles[0]) == 6 and texts.index(titles[2]) - texts.index(titles[1]) == 6
+    assert texts[texts.index("profiler steps") + 1] == "ProfilerStep (alternating)"
     # A pass's bars are the union of its kernels per step (analysis.timeline_lanes.pass_bands): the generated
     # kernels never touch, so one bar per kernel. Per rank and step: forward 2 (conv, relu), backward 7 (ddp),
     # optimizer 3 (zero_grad, two SGD kernels); x 3 steps x 2 ranks, plus the launch after the last step.
@@ -42,11 +46,13 @@ def test_passes_and_ranges_lanes_have_a_key_that_overlaps_nothing(page: Page, se
         .filter(t => t.type === 'bar' && (t.legendgroup || '').startsWith('pass '))
         .map(t => [t.name, t.text.length]))""")
     assert bars == {"forward": 2 * (2 * 3 + 1), "backward": 2 * 7 * 3, "optimizer": 2 * 3 * 3}
-    # The key sits above the lanes, clear of the title and of the time axis repeated on top.
+    # The key sits right of the lanes, clear of the plot, the title and the time axis repeated on top.
     box = key.bounding_box()
     title = page.locator(f"{GRAPH} .gtitle").bounding_box()
     ticks = [t.bounding_box() for t in page.locator(f"{GRAPH} g.x2tick text").all()]
-    assert box is not None and title is not None and ticks
+    plot = page.locator(f"{GRAPH} .nsewdrag[data-subplot='xy']").first.bounding_box()
+    assert box is not None and title is not None and ticks and plot is not None
+    assert box["x"] >= plot["x"] + plot["width"]
     for other in [title, *ticks]:
         assert other is not None
         apart = (box["x"] >= other["x"] + other["width"] or other["x"] >= box["x"] + box["width"]

@@ -15,7 +15,7 @@ from dashboard.analysis.timeline import MARK_BUDGET, OVERLAY_GROUP, prepare_time
 from dashboard.analysis.units import window_span_text
 from dashboard.figures.theme import colour_for
 from dashboard.figures.timeline import timeline_figure, timeline_figure_dict
-from dashboard.figures.timeline_marks import GREY, LEVELS, blend
+from dashboard.figures.timeline_marks import GREY, KIND_CODES, LEVELS, blend
 
 MAX_PAYLOAD = 2 * 1024 * 1024
 
@@ -87,18 +87,32 @@ def test_deep_zoom_draws_each_event_once_with_its_rate(data) -> None:
     view = timeline_view(data, (1_500_000, 1_520_000))
     figure = timeline_figure(view, "t")
     _validated(figure)
-    bars = [t for t in figure.data if t.type == "bar" and t.text is not None and len(t.text) and
-            str(t.text[0]) in (kernel_key("void big_gemm<float>(float*)"),
-                               kernel_key("void at::native::small_add<4>(int)"))]
+    bars = [t for t in figure.data if t.type == "bar" and t.name in ("big_gemm", "small_add")]
     kernels_in_main_panel = sum(len(t.x) for t in bars if t.yaxis == "y")
     main_lanes = view.lanes.filter(pl.col("group") != OVERLAY_GROUP).get_column("lane").to_list()
     assert kernels_in_main_panel == view.events.filter(
         (pl.col("kind") == "kernel") & pl.col("lane").is_in(main_lanes)).height == 60
-    gemm = next(t for t in bars if str(t.text[0]) == kernel_key("void big_gemm<float>(float*)") and t.yaxis == "y")
+    gemm = next(t for t in bars if t.name == "big_gemm" and t.yaxis == "y")
     assert "FLOP/s" in gemm.hovertemplate and "big_gemm" in gemm.hovertemplate
-    # 1.8 GFLOP in 900 ns = 2 PFLOP/s: the rate travels in customdata, formatted by the hover template.
-    assert gemm.customdata[0][2] == pytest.approx(1.8e9 / 900e-9)
+    # 1.8 GFLOP in 900 ns = 2 PFLOP/s: the rate travels in customdata, formatted by the hover template,
+    # after the columns naming the event (kind, rank, stream, device, start from the run start).
+    assert gemm.customdata[0][7] == pytest.approx(1.8e9 / 900e-9)
+    kind, rank, stream, device, offset = gemm.customdata[0][:5]
+    assert (kind, rank, device) == (KIND_CODES["kernel"], 0, 0) and offset == gemm_start(view) - data.start_ns
+    assert stream in (0, 1, 2)
+    # A 900 ns kernel is 4.5 % of a 20 µs window (~45 px): too narrow for its name; in an 8 µs window
+    # (~110 px) its name is written inside it; a 120 ns small_add never is.
+    assert gemm.text is None and gemm.textposition == "none"
+    closer = timeline_figure(timeline_view(data, (1_500_000, 1_508_000)), "t")
+    named = {t.name: t for t in closer.data if t.type == "bar" and t.yaxis == "y"}
+    assert set(named["big_gemm"].text) == {"big_gemm"} and named["big_gemm"].textposition == "inside"
+    assert named["small_add"].text is None
     assert gemm.marker.color == colour_for("void big_gemm<float>(float*)")
+
+
+def gemm_start(view) -> int:
+    return int(view.events.filter(pl.col("name") == "void big_gemm<float>(float*)").sort("start_ns")
+               .get_column("start_ns")[0])
 
 
 def test_time_axis_unit_fits_the_window(data) -> None:

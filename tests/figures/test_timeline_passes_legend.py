@@ -1,4 +1,5 @@
-"""The passes lane (one band per pass per step, each pass on its stripe) and the key to the passes and ranges lanes."""
+"""The passes lane (the union of each pass's kernels per step, each pass on its stripe) and the key to the passes and
+ranges lanes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from dashboard.analysis.timeline import prepare_timeline, timeline_view
 from dashboard.collectors.kineto.collector import COLLECTOR
 from dashboard.figures.theme import PASS_COLOURS
 from dashboard.figures.timeline import timeline_figure_dict
-from dashboard.figures.timeline_marks import LANE_LEGEND, LEGEND_RANGE_NAMES, PASS_STRIPE
+from dashboard.figures.timeline_legend import LANE_LEGEND, LEGEND_RANGE_NAMES
+from dashboard.figures.timeline_marks import PASS_STRIPE
 from tests.support.kineto_passes_trace import Shape, write
 
 
@@ -30,8 +32,11 @@ def test_passes_lane_draws_one_bar_per_pass_per_step_and_rank_on_its_stripe(tmp_
     figure = _figure(tmp_path, ddp=True)
     bars = {t["name"]: t for t in figure["data"] if t["type"] == "bar" and t.get("legendgroup", "").startswith("pass")}
     assert set(bars) == {"forward", "backward", "optimizer"}
-    # 2 ranks x 2 steps, plus the launch after the last step (forward, outside steps) per rank
-    assert {name: len(bar["text"]) for name, bar in bars.items()} == {"forward": 6, "backward": 4, "optimizer": 4}
+    # A pass's bars are the union of its kernels per step (pass_bands); the generated kernels never touch, so one
+    # bar per kernel: per rank and step forward 2, backward 7 (ddp), optimizer 3; x 2 steps x 2 ranks, plus the
+    # launch after the last step (forward, outside steps) per rank.
+    assert {name: len(bar["text"]) for name, bar in bars.items()} == {
+        "forward": 2 * (2 * 2 + 1), "backward": 2 * 7 * 2, "optimizer": 2 * 3 * 2}
     assert bars["backward"]["text"][0] == "<b>backward</b> pass · step 5"
     assert {name: bar["marker"]["color"] for name, bar in bars.items()} == {n: PASS_COLOURS[n] for n in bars}
     # Bands of one step overlap in time (zero_grad runs before backward), so each pass has its own stripe.
@@ -54,7 +59,8 @@ def test_the_lane_key_lists_the_passes_and_the_ranges_with_most_time(tmp_path: P
     assert ranges[:3] == ["## backward ##", "Optimizer.step#SGD.step", "autograd::engine…volutionBackward0"]
     assert all(t["x"] == [None] and t["showlegend"] for t in key)  # entries only: nothing drawn
     legend = figure["layout"][LANE_LEGEND]
-    assert legend["itemclick"] is False and legend["yanchor"] == "bottom" and legend["y"] > 1
+    # Right of the lanes, in the figure's right margin: clear of the title and of both time axes.
+    assert legend["itemclick"] is False and legend["xanchor"] == "left" and legend["x"] >= 1
 
 
 def _decoded(values) -> list[float]:

@@ -180,18 +180,33 @@ def _layer_states(run: Run) -> list[dict[str, str]]:
 
 
 def _timeline_states(run: Run) -> list[dict[str, str]]:
+    from dashboard.analysis.timeline_details import event_ref
+    from dashboard.analysis.timeline_flows import launch_links
     from dashboard.views import run_views
+    from dashboard.views import timeline as timeline_view
 
     keys = run_views.kernel_view(run, None, None, "name").summary.get_column("key").to_list()
     start = int(run.scan("kernels").select("start_ns").min().collect().item())
     end = int(run.scan("kernels").select("end_ns").max().collect().item())
     ranks = run_views.kernel_ranks(run)
+    data = timeline_view.timeline_data(run)
+    launched = int(launch_links(data).target_rows[len(launch_links(data).target_rows) // 2])  # a kernel with a launch
+    ref = event_ref(data, launched)
+    tracks = [track["id"] for track in timeline_view.lane_tracks(run, None)]
+    cpu = next(track for track in tracks if track.startswith("cpu-"))
+    api = next(track for track in tracks if track.startswith("api-"))
+    name = str(data.names.get_column("name")[int(data.events.get_column("code")[launched])])
     return [
         {},
         {"rank": str(ranks[-1]), "window": f"{start}-{start + (end - start) // 20}", "sel": keys[0]},  # zoomed in
         {"rank": "all", "sel": ".".join(keys[:2])},
         {"rank": "987", "window": f"{start - 10**12}-{end + 10**12}"},  # no such rank; a window past the run
         {"rank": "x", "window": "9-3", "sel": "nothex"},  # malformed values
+        # The new lanes and overlays: a selected kernel with its arrows, search matches, category colours,
+        # every launch arrow of a window, pinned and folded tracks.
+        {"ev": ref.text(), "window": f"{ref.start_ns - 200_000}-{ref.start_ns + 200_000}", "flows": "on"},
+        {"find": name[:12], "hit": "1", "colour": "category", "pin": f"{api},{cpu}", "fold": cpu},
+        {"find": "(", "re": "1", "flows": "off", "ev": "kernel.x", "colour": "rainbow", "pin": "no-such-track"},
     ]
 
 
@@ -256,6 +271,21 @@ def test_the_export_draws_what_the_page_draws(demo: tuple[RunStore, Any], entry:
                 f"{page} {state}: {name} differs from the screen"
             drawn += 1
     assert drawn, f"{page}: no case exported a chart"
+
+
+def test_the_timeline_export_holds_the_cpu_and_api_lanes_and_the_flow_arrows(demo: tuple[RunStore, Any]) -> None:
+    store, client = demo
+    run = _run_with(store, "kernels")
+    for state in _timeline_states(run)[5:7]:
+        query = {"run": run.id, **state}
+        exported = _json(page_figures("timeline", run, query)["timeline"])
+        labels = exported["layout"]["yaxis"]["ticktext"]
+        assert any("CUDA API" in label for label in labels) and any("CPU " in label for label in labels)
+        assert _unsized("timeline", exported) == screen_figures(client, "timeline", query)['"timeline-graph"']
+    selected = _json(page_figures("timeline", run, {"run": run.id, **_timeline_states(run)[5]})["timeline"])
+    arrows = {trace["legendgroup"] for trace in selected["data"] if trace.get("legendgroup", "").startswith("flow")}
+    assert arrows == {"flow window", "flow launch", "flow op"}  # the window's arrows, and the kernel's own
+    assert any(trace.get("name") == "selected" for trace in selected["data"])
 
 
 def test_every_page_with_charts_has_a_view_module_under_this_test() -> None:
