@@ -124,7 +124,12 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     server.config["SEND_FILE_MAX_AGE_DEFAULT"] = 365 * 24 * 3600
     install_security(web_app(app))  # security headers, a clear 413
     install_login(server, settings.users_file, settings.users)  # off unless users are configured
-    install_run_downloads(server, store)  # /runs/<id>/source/..., /tables/<t>.csv, /trace.json
+    import dash
+
+    # A page export's browser is sent only to registered page paths (never a path from the request).
+    page_paths = {page["module"].rsplit(".", 1)[-1]: page["path"] for page in dash.page_registry.values()}
+    # /runs/<id>/source/..., /tables/<t>.csv, /trace.json, /export/<page>.png|zip
+    install_run_downloads(server, store, page_paths=page_paths, public_url=settings.public_url)
 
     @server.route("/health")
     def health():  # type: ignore[no-untyped-def]

@@ -46,6 +46,10 @@ class Settings:
     ingest_seconds_per_mb: float = DEFAULT_INGEST_SECONDS_PER_MB
     ingest_memory_mb_base: float = DEFAULT_INGEST_MEMORY_MB_BASE
     ingest_memory_mb_per_mb: float = DEFAULT_INGEST_MEMORY_MB_PER_MB
+    # The URL users reach this server at (DASHBOARD_PUBLIC_URL, e.g. https://prof.example.org/dash when
+    # a proxy serves it under a prefix). A page-PNG export's browser loads pages from it and from
+    # nowhere else; unset, from the address the server is bound on.
+    public_url: str = ""
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -68,4 +72,5 @@ class Settings:
                                                        DEFAULT_INGEST_MEMORY_MB_BASE)),
             ingest_memory_mb_per_mb=float(os.environ.get("DASHBOARD_INGEST_MEMORY_MB_PER_MB",
                                                          DEFAULT_INGEST_MEMORY_MB_PER_MB)),
+            public_url=os.environ.get("DASHBOARD_PUBLIC_URL", "").strip(),
         )
