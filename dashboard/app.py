@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import re
 import traceback
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from dashboard import __version__
 
 # First: the command line chooses polars' allocator for an ingest before anything loads polars.
 from dashboard.cli.main import main as run_command_line
@@ -83,13 +80,19 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     from flask import jsonify
 
     from dashboard.exports.routes import install_run_downloads
-    from dashboard.figures import theme  # noqa: F401  (registers the plotly template)
+    from dashboard.figures import (
+        graphviz_runner,
+        theme,  # noqa: F401  (registers the plotly template)
+    )
     from dashboard.layouts import server_state
     from dashboard.server.auth import install_login
+    from dashboard.server.health import health as server_health
     from dashboard.server.security import install_security
 
     settings = settings or Settings.from_env()
     store = server_state.configure(settings)
+    # Every worker of this data folder shares one Graphviz queue and the drawings it made.
+    graphviz_runner.configure(settings.data_dir / ".cache" / "graphviz", running=settings.graphviz_running)
     store.runs_dir.mkdir(parents=True, exist_ok=True)
     store.remove_stale_staging()
     if settings.seed_demo:
@@ -133,9 +136,9 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
 
     @server.route("/health")
     def health():  # type: ignore[no-untyped-def]
-        # pid: which worker answered, for checking a multi-worker server.
-        return jsonify({"status": "ok", "version": __version__, "runs": len(store.list_runs()),
-                        "pid": os.getpid()})
+        # pid: which worker answered, for checking a multi-worker server. Under gunicorn with
+        # server.worker.HealthFirstWorker the worker's loop answers plain /health itself, the same.
+        return jsonify(server_health(settings.data_dir))
 
     # What start-up built (Dash, plotly, the page registry) lives as long as the server: moved out of
     # the collector's reach, it is not rescanned by every collection during a request.

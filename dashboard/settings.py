@@ -50,6 +50,8 @@ class Settings:
     # a proxy serves it under a prefix). A page-PNG export's browser loads pages from it and from
     # nowhere else; unset, from the address the server is bound on.
     public_url: str = ""
+    # `dot` processes at once for the whole server, every worker together (figures/graphviz_runner.py).
+    graphviz_running: int = 2
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -73,4 +75,5 @@ class Settings:
             ingest_memory_mb_per_mb=float(os.environ.get("DASHBOARD_INGEST_MEMORY_MB_PER_MB",
                                                          DEFAULT_INGEST_MEMORY_MB_PER_MB)),
             public_url=os.environ.get("DASHBOARD_PUBLIC_URL", "").strip(),
+            graphviz_running=int(os.environ.get("DASHBOARD_GRAPHVIZ_RUNNING", 2)),
         )

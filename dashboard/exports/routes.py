@@ -115,6 +115,10 @@ def install_run_downloads(server: Flask, store: RunStore, page_paths: Mapping[st
             abort(404, description=str(exc))
         result = draw(source.text, source.index)
         if result.drawing is None:
+            if result.busy:  # the server's Graphviz queue is full: a moment later it is not
+                busy = Response(f"{result.problem}\n", status=503, mimetype="text/plain")
+                busy.headers["Retry-After"] = "30"
+                return busy
             abort(503 if result.missing else 422, description=f"{source.path.name}: {result.problem}")
         response = Response(result.drawing.svg, mimetype="image/svg+xml")
         response.headers["Content-Security-Policy"] = GRAPH_SVG_POLICY
