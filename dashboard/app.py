@@ -84,6 +84,7 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
         graphviz_runner,
         theme,  # noqa: F401  (registers the plotly template)
     )
+    from dashboard.ingest.child_temp import remove_stale_child_temps
     from dashboard.layouts import server_state
     from dashboard.server.auth import install_login
     from dashboard.server.health import health as server_health
@@ -95,6 +96,7 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     graphviz_runner.configure(settings.data_dir / ".cache" / "graphviz", running=settings.graphviz_running)
     store.runs_dir.mkdir(parents=True, exist_ok=True)
     store.remove_stale_staging()
+    remove_stale_child_temps(settings.data_dir)  # TMPDIRs of ingest children that are gone
     if settings.seed_demo:
         from dashboard.demo import seed_demo_if_empty
 

@@ -9,13 +9,20 @@ from pathlib import Path
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8050
 DEFAULT_MAX_UPLOAD_MB = 2048
-# The budget of one ingest from the web: base + share per MB of input (gzip at its uncompressed size).
+# The budget of one ingest from the web: base + share per MB the parse reads (a gzip input measured by
+# decompressing it as a stream, never from its trailer: dashboard/ingest/input_size.py).
 # Measured here: a 52 MB Kineto trace parses in 1.2 s with a 250 MB peak (2 cores), so 1 s/MB and
 # 10 MB/MB leave a slow machine or a heavier format ample room while a runaway parse is stopped.
 DEFAULT_INGEST_SECONDS_BASE = 60.0
 DEFAULT_INGEST_SECONDS_PER_MB = 1.0
 DEFAULT_INGEST_MEMORY_MB_BASE = 1024.0
 DEFAULT_INGEST_MEMORY_MB_PER_MB = 10.0
+# Temporary disk of one ingest (its TMPDIR under the data folder and its staging folder): a gzip trace is
+# decompressed to a file once (1x) beside its copy and its tables.
+DEFAULT_INGEST_DISK_MB_BASE = 256.0
+DEFAULT_INGEST_DISK_MB_PER_MB = 2.0
+# A compressed input may expand to this many times its size (at least 64 MiB) before it is refused unread.
+DEFAULT_INGEST_MAX_EXPANSION = 200.0
 
 
 def _optional_float(name: str) -> float | None:
@@ -46,6 +53,10 @@ class Settings:
     ingest_seconds_per_mb: float = DEFAULT_INGEST_SECONDS_PER_MB
     ingest_memory_mb_base: float = DEFAULT_INGEST_MEMORY_MB_BASE
     ingest_memory_mb_per_mb: float = DEFAULT_INGEST_MEMORY_MB_PER_MB
+    ingest_max_disk_mb: float | None = None
+    ingest_disk_mb_base: float = DEFAULT_INGEST_DISK_MB_BASE
+    ingest_disk_mb_per_mb: float = DEFAULT_INGEST_DISK_MB_PER_MB
+    ingest_max_expansion: float = DEFAULT_INGEST_MAX_EXPANSION
     # The URL users reach this server at (DASHBOARD_PUBLIC_URL, e.g. https://prof.example.org/dash when
     # a proxy serves it under a prefix). A page-PNG export's browser loads pages from it and from
     # nowhere else; unset, from the address the server is bound on.
@@ -74,6 +85,11 @@ class Settings:
                                                        DEFAULT_INGEST_MEMORY_MB_BASE)),
             ingest_memory_mb_per_mb=float(os.environ.get("DASHBOARD_INGEST_MEMORY_MB_PER_MB",
                                                          DEFAULT_INGEST_MEMORY_MB_PER_MB)),
+            ingest_max_disk_mb=_optional_float("DASHBOARD_INGEST_MAX_DISK_MB"),
+            ingest_disk_mb_base=float(os.environ.get("DASHBOARD_INGEST_DISK_MB_BASE", DEFAULT_INGEST_DISK_MB_BASE)),
+            ingest_disk_mb_per_mb=float(os.environ.get("DASHBOARD_INGEST_DISK_MB_PER_MB",
+                                                       DEFAULT_INGEST_DISK_MB_PER_MB)),
+            ingest_max_expansion=float(os.environ.get("DASHBOARD_INGEST_MAX_EXPANSION", DEFAULT_INGEST_MAX_EXPANSION)),
             public_url=os.environ.get("DASHBOARD_PUBLIC_URL", "").strip(),
             graphviz_running=int(os.environ.get("DASHBOARD_GRAPHVIZ_RUNNING", 2)),
         )

@@ -31,7 +31,8 @@ from typing import Any
 
 from dashboard.collectors.base import ProgressFn
 from dashboard.collectors.failures import ingest_failure
-from dashboard.ingest.budget import Budget, run_in_child, scaled_budget
+from dashboard.ingest.budget import Budget, BudgetScale, input_megabytes, run_in_child
+from dashboard.ingest.input_size import ExpansionLimit
 from dashboard.ingest.progress import PhaseLog
 from dashboard.settings import Settings
 from dashboard.store import RunStore
@@ -57,12 +58,16 @@ class IngestJobs:
         self.uploads_dir = store.data_dir / "uploads"
 
     def budget_for(self, files: list[Path]) -> Budget:
-        """The time and memory an ingest of `files` may use (settings.py: DASHBOARD_INGEST_*)."""
+        """The time, memory and temporary disk an ingest of `files` may use (settings.py: DASHBOARD_INGEST_*):
+        scaled to the files as stored, and again by the child to what it measured it will read."""
         s = self.settings
-        return scaled_budget(files, fixed_seconds=s.ingest_max_seconds, fixed_memory_mb=s.ingest_max_memory_mb,
-                             seconds_base=s.ingest_seconds_base, seconds_per_mb=s.ingest_seconds_per_mb,
-                             memory_mb_base=s.ingest_memory_mb_base, memory_mb_per_mb=s.ingest_memory_mb_per_mb,
-                             seconds_hint="DASHBOARD_INGEST_MAX_SECONDS", memory_hint="DASHBOARD_INGEST_MAX_MEMORY_MB")
+        scale = BudgetScale(
+            s.ingest_seconds_base, s.ingest_seconds_per_mb, s.ingest_memory_mb_base, s.ingest_memory_mb_per_mb,
+            s.ingest_disk_mb_base, s.ingest_disk_mb_per_mb, fixed_seconds=s.ingest_max_seconds,
+            fixed_memory_mb=s.ingest_max_memory_mb, fixed_disk_mb=s.ingest_max_disk_mb,
+            seconds_hint="DASHBOARD_INGEST_MAX_SECONDS", memory_hint="DASHBOARD_INGEST_MAX_MEMORY_MB",
+            disk_hint="DASHBOARD_INGEST_MAX_DISK_MB", expansion=ExpansionLimit(ratio=s.ingest_max_expansion))
+        return scale.for_megabytes(input_megabytes(files))
 
     def new_upload_folder(self) -> Path:
         """A fresh folder for one upload's files."""
