@@ -85,6 +85,7 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
         theme,  # noqa: F401  (registers the plotly template)
     )
     from dashboard.ingest.child_temp import remove_stale_child_temps
+    from dashboard.ingest.uploads import install_upload_routes
     from dashboard.layouts import server_state
     from dashboard.server.auth import install_login
     from dashboard.server.health import health as server_health
@@ -123,12 +124,14 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
 
     app.layout = shell
     server = app.server
-    server.config["MAX_CONTENT_LENGTH"] = settings.max_upload_mb * 1024 * 1024
+    # Bodies held in memory (callbacks) are small; an upload's files stream to disk (ingest/uploads.py).
+    server.config["MAX_CONTENT_LENGTH"] = settings.max_request_mb * 1024 * 1024
     # Asset URLs carry the file's modification time (`?m=...`), so browsers may keep them: no
     # revalidation round trip per script on every page load.
     server.config["SEND_FILE_MAX_AGE_DEFAULT"] = 365 * 24 * 3600
     install_security(web_app(app))  # security headers, a clear 413
     install_login(server, settings.users_file, settings.users)  # off unless users are configured
+    install_upload_routes(server, server_state.current_jobs(), settings.max_upload_mb * 1024 * 1024)
     import dash
 
     # A page export's browser is sent only to registered page paths (never a path from the request).

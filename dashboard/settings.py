@@ -9,6 +9,8 @@ from pathlib import Path
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8050
 DEFAULT_MAX_UPLOAD_MB = 2048
+# Any other request body (a callback's state: never a file) is held in memory whole; this bounds it.
+DEFAULT_MAX_REQUEST_MB = 16
 # The budget of one ingest from the web: base + share per MB the parse reads (a gzip input measured by
 # decompressing it as a stream, never from its trailer: dashboard/ingest/input_size.py).
 # Measured here: a 52 MB Kineto trace parses in 1.2 s with a 250 MB peak (2 cores), so 1 s/MB and
@@ -38,6 +40,8 @@ class Settings:
     debug: bool = False
     # Uploads above this many MiB are refused with a clear message (HTTP 413).
     max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB
+    # Any other request's body (callbacks), in MiB: held in memory, so small (HTTP 413 above it).
+    max_request_mb: int = DEFAULT_MAX_REQUEST_MB
     # Ingest the bundled demo into an empty data folder on start.
     seed_demo: bool = True
     # Login (HTTP basic auth) is on when either names users: a file of `user:<werkzeug hash>`
@@ -73,6 +77,7 @@ class Settings:
             port=int(os.environ.get("DASHBOARD_PORT", DEFAULT_PORT)),
             debug=os.environ.get("DASHBOARD_DEBUG", "") not in ("", "0", "false"),
             max_upload_mb=int(os.environ.get("DASHBOARD_MAX_UPLOAD_MB", DEFAULT_MAX_UPLOAD_MB)),
+            max_request_mb=int(os.environ.get("DASHBOARD_MAX_REQUEST_MB", DEFAULT_MAX_REQUEST_MB)),
             seed_demo=os.environ.get("DASHBOARD_SEED_DEMO", "1") not in ("0", "false"),
             users_file=Path(os.environ["DASHBOARD_USERS_FILE"]) if os.environ.get("DASHBOARD_USERS_FILE") else None,
             users=os.environ.get("DASHBOARD_USERS", ""),

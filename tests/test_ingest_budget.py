@@ -35,7 +35,7 @@ from dashboard.ingest.budget import (
 from dashboard.ingest.jobs import IngestJobs
 from dashboard.settings import Settings
 from dashboard.store import RunStore
-from tests.support.dash_requests import upload_payload
+from tests.support.uploads import upload_over_http
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TIME_BUDGET_S = 0.25
@@ -184,10 +184,9 @@ def budget_server(tmp_path: Path) -> Iterator[dict]:
 def test_an_upload_over_its_budget_fails_named_while_health_keeps_answering(budget_server: dict,
                                                                             slow_trace: Path) -> None:
     base, data = budget_server["url"], budget_server["data"]
-    status, answer = post_json(base + "/_dash-update-component",
-                               upload_payload(slow_trace.read_bytes(), "big.json.gz", "slow"))
+    status, answer = upload_over_http(base, {"big.json.gz": slow_trace.read_bytes()}, "slow")
     assert status == 200, answer
-    job_id = answer["response"]["ingest-job"]["data"]
+    job_id = answer["job"]
     health_seconds: list[float] = []
     answered_while_running = 0
     deadline = time.monotonic() + 60

@@ -43,6 +43,10 @@ _log = logging.getLogger(__name__)
 _JOB_ID_CHARS = set("0123456789abcdef")
 # An empty upload folder younger than this may be one another worker is about to fill.
 EMPTY_UPLOAD_GRACE_SECONDS = 600.0
+# An upload still being received (`uploads/<id>.receiving/`, see uploads.py) that got no byte for this
+# long was abandoned (the browser closed between its requests): it is removed.
+ABANDONED_SECONDS = 3600.0
+RECEIVING_SUFFIX = ".receiving"
 _DISCARDING = ".deleting-"
 
 
@@ -208,6 +212,11 @@ class IngestJobs:
             try:
                 if folder.is_symlink() or not folder.is_dir() or folder == self._failed_dir():
                     continue
+                if folder.name.endswith(RECEIVING_SUFFIX):
+                    if now - _newest_change(folder) > ABANDONED_SECONDS:
+                        shutil.rmtree(folder)
+                        removed += 1
+                    continue
                 if now - folder.stat().st_mtime > older_than_s:
                     if folder.name.startswith(_DISCARDING):  # a confirmed delete that was cut short
                         shutil.rmtree(folder)
@@ -274,6 +283,17 @@ class IngestJobs:
         if upload_folder.is_dir():
             os.replace(upload_folder, failed)
         return failed
+
+
+def _newest_change(folder: Path) -> float:
+    """The latest modification of a folder or a file in it (a file being written changes every second)."""
+    newest = folder.stat().st_mtime
+    for entry in os.scandir(folder):
+        try:
+            newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+        except OSError:
+            continue
+    return newest
 
 
 def throttled_status(jobs: IngestJobs, job: dict[str, Any]) -> ProgressFn:

@@ -5,9 +5,10 @@
   AG Grid work: scripts only from this server plus the sha256 hashes of
   Dash's own inline scripts (the clientside callbacks and the renderer
   bootstrap), so an injected inline script does not run.
-- An upload over the limit (Flask's MAX_CONTENT_LENGTH) answers 413 with
-  "upload too large: N MiB > limit M MiB" as JSON for Dash's requests and as
-  text elsewhere.
+- A request over its limit answers 413 with "upload too large: N MiB > limit
+  M MiB" as JSON for Dash's requests and as text elsewhere. Bodies held in
+  memory (callbacks) have a small limit (Flask's MAX_CONTENT_LENGTH); an
+  upload's files are streamed to disk by their own route with the upload limit.
   A body sent without a length (chunked) is counted as it arrives and gets
   the same 413 once it passes the limit.
 - A run's downloads (`/runs/...`) are `Cache-Control: no-store`: a user's
@@ -39,6 +40,9 @@ from werkzeug.serving import WSGIRequestHandler
 MIB = 1024 * 1024
 log = logging.getLogger("dashboard.security")
 DOWNLOADS_PREFIX = "/runs/"
+# PUT requests under here stream their body to disk themselves, with the upload limit (ingest/uploads.py);
+# every other request's body is held in memory and limited by MAX_CONTENT_LENGTH (a callback's state).
+STREAMED_BODY_PREFIX = "/uploads/"
 SERVER_NAME = "dashboard"
 # A chunked body is kept in memory up to this size, beyond it in a temporary file.
 _SPOOL_BYTES = 16 * MIB
@@ -136,6 +140,9 @@ def install_security(app: WebApp) -> None:
     def refuse_declared_oversize() -> None:
         # Flask enforces the limit only when a view reads the body; checking the
         # declared length up front gives every route the same answer, unread.
+        # A route that streams its body itself (an upload's file) checks its own, larger limit.
+        if request.method == "PUT" and request.path.startswith(STREAMED_BODY_PREFIX):
+            return
         limit = server.config.get("MAX_CONTENT_LENGTH")
         if limit and request.content_length and request.content_length > limit:
             raise RequestEntityTooLarge()
