@@ -36,11 +36,19 @@ _POLYFILL_SCRIPT = re.compile(r'<script src="[^"]*/polyfill@[^"]*"></script>\s*'
 
 
 def _show_callback_error(error: Exception) -> None:
-    """Any callback that fails shows its error in the banner; the app keeps serving."""
+    """Any callback that fails shows one line and an error id in the banner, the traceback goes to the
+    server's log under that id; the app keeps serving. Only messages the app wrote for people (a run
+    that does not exist or is damaged, an input it cannot read) are shown, paths cut; never Python's."""
     from dash import set_props
 
-    log.error("callback failed: %s", "".join(traceback.format_exception(error)))
-    set_props("error-banner", {"children": f"Something went wrong: {type(error).__name__}: {error}",
+    from dashboard.collectors.base import IngestError
+    from dashboard.server.messages import new_error_id, public_line
+    from dashboard.store import RunDamaged, RunNotFound
+
+    error_id = new_error_id()
+    log.error("callback failed [error %s]: %s", error_id, "".join(traceback.format_exception(error)))
+    for_people = isinstance(error, RunNotFound | RunDamaged | IngestError)
+    set_props("error-banner", {"children": public_line(str(error) if for_people else None, error_id),
                                "is_open": True})
 
 

@@ -36,10 +36,16 @@ EVIDENCE_PAGES = {
 
 
 def runs_rows() -> list[dict[str, Any]]:
-    rows = []
-    for info in current_store().list_runs():
-        rows.append(_row(info))
-    return rows
+    infos = current_store().list_runs(include_damaged=True)  # damaged ones too: listed with what is wrong
+    return [_damaged_row(info) if info.damaged else _row(info) for info in infos]
+
+
+def _damaged_row(info: RunInfo) -> dict[str, Any]:
+    """A run that cannot be read: listed, with what is wrong, so it can be deleted (or restored from a backup)."""
+    return {"id": info.id, "name": info.name, "open": f"⚠ damaged: {info.damaged}", "download": "–",
+            "evidence": "damaged", "sources": "", "created": info.created.replace("T", " ") or "?", "rows": 0,
+            "size": "", "size_bytes": 0, "parse_s": None, "warnings": 1, "warnings_text": info.damaged,
+            "damaged": info.damaged}
 
 
 def _row(info: RunInfo) -> dict[str, Any]:
@@ -67,7 +73,8 @@ def _row(info: RunInfo) -> dict[str, Any]:
 COLUMNS = [
     {"field": "id", "headerName": "Run", "minWidth": 200, "pinned": "left"},
     {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 150,
-     "cellRendererParams": {"linkTarget": "_self"}},
+     "cellRendererParams": {"linkTarget": "_self"}, "tooltipField": "damaged",
+     "cellClassRules": {"run-damaged": "params.data.damaged"}},
     {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 155,
      "cellRendererParams": {"linkTarget": "_self"}},
     {"field": "evidence", "headerName": "Evidence", "minWidth": 165, "tooltipField": "evidence"},

@@ -14,6 +14,7 @@ and the demo publish tables they built with `RunStore.write`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from typing import Any
 import polars as pl
 
 from dashboard import schema
+from dashboard.store.checks import read_run_json, tables_problem
 from dashboard.store.files import copy_sources, write_tables
 from dashboard.store.owners import owner_is_gone, read_owner, write_owner
 
@@ -55,6 +57,21 @@ class RunNotFound(KeyError):
         return f"no run named {self.args[0]!r}"
 
 
+class RunDamaged(RunNotFound):
+    """The run exists but cannot be read (`store.checks`): args are (run id, what is wrong, in one line).
+
+    A RunNotFound too, so that every place that copes with a missing run copes with a damaged one; the
+    places that can say more (pages, downloads: HTTP 409) say its line.
+    """
+
+    @property
+    def reason(self) -> str:
+        return str(self.args[1]) if len(self.args) > 1 else "damaged"
+
+    def __str__(self) -> str:
+        return f"run {self.args[0]} is damaged: {self.reason}"
+
+
 @dataclass(frozen=True)
 class RunInfo:
     """What run.json says about a run, plus where it lives."""
@@ -72,6 +89,8 @@ class RunInfo:
     collectors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    # What is wrong with the run when it cannot be read (store.checks), in one line; None when whole.
+    damaged: str | None = None
 
     @property
     def total_rows(self) -> int:
@@ -158,10 +177,22 @@ def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
 
 @lru_cache(maxsize=16)
 def _open_cached(path: str, stamp: int) -> Run:
-    # `stamp` (run.json's mtime) is part of the key so a replaced run is reread.
-    run_path = Path(path)
-    data = json.loads((run_path / RUN_FILE).read_text(encoding="utf-8"))
-    return Run(RunInfo.from_json(run_path, data))
+    # `stamp` (run.json's mtime) is part of the key so a replaced run is reread (and checked again).
+    return Run(checked_info(Path(path)))
+
+
+def checked_info(run_path: Path) -> RunInfo:
+    """What run.json says, checked (schema, parquet footers): `damaged` names the first problem."""
+    data, problem = read_run_json(run_path / RUN_FILE)
+    if data is None or problem is not None:
+        return RunInfo(id=run_path.name, path=run_path, name=run_path.name, created="", sources=[], evidence=[],
+                       row_counts={}, parse_seconds=0.0, schema_version=0, size_bytes=0,
+                       damaged=problem or "run.json cannot be read")
+    info = RunInfo.from_json(run_path, data)
+    summaries = info.metadata.get("summaries", [])
+    damaged = tables_problem(run_path, info.row_counts, summaries if isinstance(summaries, list) else [],
+                             PARTITION_GLOB, SUMMARY_PREFIX)
+    return dataclasses.replace(info, damaged=damaged) if damaged else info
 
 
 class RunStore:
@@ -191,8 +222,9 @@ class RunStore:
             raise RunNotFound(run_id)
         return resolved
 
-    def list_runs(self) -> list[RunInfo]:
-        """Every complete run, newest first; unreadable run.json files are skipped."""
+    def list_runs(self, include_damaged: bool = False) -> list[RunInfo]:
+        """Every complete run, newest first. Damaged runs (`RunInfo.damaged`) only when asked for: the Runs
+        page lists them with their reason; comparisons, history and findings never see them."""
         if not self.runs_dir.is_dir():
             return []
         infos: list[RunInfo] = []
@@ -200,15 +232,31 @@ class RunStore:
             if entry.name.startswith(".") or not (entry / RUN_FILE).is_file():
                 continue
             try:
-                infos.append(self.open(entry.name).info)
+                info = self._opened(entry.name).info
             except (OSError, ValueError, RunNotFound):
                 continue
+            if include_damaged or info.damaged is None:
+                infos.append(info)
         return sorted(infos, key=lambda info: (info.created, info.id), reverse=True)
 
     def open(self, run_id: str) -> Run:
-        """Open a run (cached per process, refreshed if its run.json changes)."""
+        """Open a run (cached per process, refreshed if its run.json changes); RunDamaged if it cannot be read."""
+        run = self._opened(run_id)
+        if run.info.damaged is not None:
+            raise RunDamaged(run_id, run.info.damaged)
+        return run
+
+    def info(self, run_id: str) -> RunInfo:
+        """A run's info, damaged or not (RunNotFound only when there is no such run)."""
+        return self._opened(run_id).info
+
+    def _opened(self, run_id: str) -> Run:
         path = self.run_path(run_id)
-        return _open_cached(str(path), (path / RUN_FILE).stat().st_mtime_ns)
+        try:
+            stamp = (path / RUN_FILE).stat().st_mtime_ns
+        except OSError:
+            raise RunNotFound(run_id) from None
+        return _open_cached(str(path), stamp)
 
     def exists(self, run_id: str) -> bool:
         try:
