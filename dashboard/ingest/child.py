@@ -93,6 +93,7 @@ def _run(spec: dict[str, Any], channel: TextIO) -> None:
 def _ingest(store: Any, spec: dict[str, Any], progress: Any, channel: TextIO) -> dict[str, Any]:
     from dashboard.collectors.base import IngestError
     from dashboard.ingest.input_size import ExpansionLimit, measured_bytes
+    from dashboard.ingest.jobs import disk_full_in, write_problem
     from dashboard.ingest.pipeline import ingest_paths
 
     paths = [Path(p) for p in spec["paths"]]
@@ -105,14 +106,18 @@ def _ingest(store: Any, spec: dict[str, Any], progress: Any, channel: TextIO) ->
                 channel.write(f"size {size}\n")
                 channel.flush()
         return {"run_id": ingest_paths(store, paths, name=spec.get("name"), progress=progress)}
-    except IngestError as exc:
-        _log(spec)
-        return {"path": exc.path, "problem": exc.problem, "message": str(exc)}
     except KeyboardInterrupt:
         return {"interrupted": True}
-    except Exception as exc:  # a parser bug: named and reported, never lost
+    except Exception as exc:
         _log(spec)
-        return {"kind": type(exc).__name__, "error": str(exc)}
+        full = disk_full_in(exc)
+        if full is not None:  # whatever was writing (the run's tables, its copy, a temporary file): say so
+            names = ", ".join(str(path) for path in paths)
+            problem = write_problem(full, "the run (its tables and its copy of the inputs)")
+            return {"path": names, "problem": problem, "message": f"{names}: {problem}"}
+        if isinstance(exc, IngestError):
+            return {"path": exc.path, "problem": exc.problem, "message": str(exc)}
+        return {"kind": type(exc).__name__, "error": str(exc)}  # a parser bug: named and reported, never lost
 
 
 def _log(spec: dict[str, Any]) -> None:

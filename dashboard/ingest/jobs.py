@@ -18,6 +18,7 @@ A failed upload stays there until a user retries or deletes it from the runs pag
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -48,6 +49,29 @@ EMPTY_UPLOAD_GRACE_SECONDS = 600.0
 ABANDONED_SECONDS = 3600.0
 RECEIVING_SUFFIX = ".receiving"
 _DISCARDING = ".deleting-"
+
+
+class JobNotStarted(RuntimeError):
+    """The job could not be recorded (a full disk): the message says so in one line; the upload is kept."""
+
+
+def write_problem(exc: OSError, what: str) -> str:
+    """A failed write in words (never the server's path): "no space left on the server while writing …"."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"no space left on the server while writing {what}; nothing half-written was kept"
+    return f"the server could not write {what} ({exc.strerror or 'write error'}); nothing half-written was kept"
+
+
+def disk_full_in(exc: BaseException) -> OSError | None:
+    """The out-of-space error behind `exc` (itself, or what it was raised from), if there is one."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _is_job_id(text: object) -> bool:
@@ -87,8 +111,12 @@ class IngestJobs:
     def _write(self, job_id: str, status: dict[str, Any]) -> None:
         path = self._status_path(job_id)
         temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-        temporary.write_text(json.dumps(status), encoding="utf-8")
-        os.replace(temporary, path)
+        try:
+            temporary.write_text(json.dumps(status), encoding="utf-8")
+            os.replace(temporary, path)
+        except BaseException:  # a full disk: no empty or half-written status file is left behind
+            temporary.unlink(missing_ok=True)
+            raise
 
     def status(self, job_id: str) -> dict[str, Any]:
         """The job's state: running (fraction, message), done (run_id) or error (error)."""
@@ -140,7 +168,12 @@ class IngestJobs:
         job_id = uuid.uuid4().hex
         files = sorted(p for p in upload_folder.iterdir() if p.is_file() and not p.is_symlink())
         job = {"job_id": job_id, "upload": str(upload_folder), "files": [p.name for p in files], "name": name}
-        self._write(job_id, self._running(upload_folder, job["files"], 0.0, "queued", name))
+        try:
+            self._write(job_id, self._running(upload_folder, job["files"], 0.0, "queued", name))
+        except OSError as exc:
+            # Not even the job's status fits: the files stay, listed under failed uploads (Retry / Delete).
+            self._keep_failed_upload(upload_folder, job_id)
+            raise JobNotStarted(f"{', '.join(job['files'])}: {write_problem(exc, 'the ingest job')}") from None
         thread = threading.Thread(target=self._run, args=(job, files), name=f"ingest-{job_id[:8]}", daemon=True)
         thread.start()
         return job_id

@@ -35,7 +35,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
-from dashboard.ingest.jobs import RECEIVING_SUFFIX, IngestJobs
+from dashboard.ingest.jobs import RECEIVING_SUFFIX, IngestJobs, JobNotStarted
 from dashboard.server.security import too_large_message
 
 MIB = 1024 * 1024
@@ -149,7 +149,10 @@ class Uploads:
             raise UploadFailed("the upload holds no file", 400)
         ready = folder.with_name(upload_id)
         os.rename(folder, ready)  # one step: a second `ingest` of the same upload finds it gone (404)
-        return self.jobs.start(ready, name=name.strip()[:100] if name and name.strip() else None)
+        try:
+            return self.jobs.start(ready, name=name.strip()[:100] if name and name.strip() else None)
+        except JobNotStarted as exc:  # kept under failed uploads: Retry once there is room
+            raise UploadFailed(str(exc), 507) from None
 
     @staticmethod
     def discard(folder: Path) -> None:

@@ -171,8 +171,12 @@ def _folder_size(folder: Path) -> int:
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    os.replace(temporary, path)
+    try:
+        temporary.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 @lru_cache(maxsize=16)
@@ -292,7 +296,11 @@ class RunStore:
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         staging = self.staging_dir / f"{safe_name(name)}-{uuid.uuid4().hex}"
         write_owner(_owner_marker(staging))  # before the folder, so a cleaner never sees it without its owner
-        staging.mkdir()
+        try:
+            staging.mkdir()
+        except BaseException:  # a full disk: nothing of this staging folder is left behind, its marker neither
+            _owner_marker(staging).unlink(missing_ok=True)
+            raise
         return staging
 
     def drop_staging(self, staging: Path) -> None:
