@@ -85,7 +85,7 @@ def web_app(app: dash.Dash) -> WebApp:
 
 def create_app(settings: Settings | None = None) -> dash.Dash:
     """Build the app for one data folder; seeds the demo into an empty folder if asked."""
-    from flask import jsonify
+    from flask import jsonify, request
 
     from dashboard.exports.routes import install_run_downloads
     from dashboard.figures import (
@@ -98,6 +98,7 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     from dashboard.server.auth import install_login
     from dashboard.server.health import health as server_health
     from dashboard.server.security import install_security
+    from dashboard.store import memory
 
     settings = settings or Settings.from_env()
     store = server_state.configure(settings)
@@ -151,11 +152,18 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     def health():  # type: ignore[no-untyped-def]
         # pid: which worker answered, for checking a multi-worker server. Under gunicorn with
         # server.worker.HealthFirstWorker the worker's loop answers plain /health itself, the same.
-        return jsonify(server_health(settings.data_dir))
+        # `?verbose` (behind the login) adds this worker's memory: its caches against their budgets.
+        answer = server_health(settings.data_dir)
+        if "verbose" in request.args:
+            answer["memory"] = memory.CACHE.stats()
+        return jsonify(answer)
 
     # What start-up built (Dash, plotly, the page registry) lives as long as the server: moved out of
     # the collector's reach, it is not rescanned by every collection during a request.
     gc.freeze()
+    # One byte budget for this process's run tables and view results, from what it holds now.
+    started = memory.resident_bytes() or 0
+    memory.configure(settings.cache_bytes(started), settings.worker_memory_bytes())
     return app
 
 

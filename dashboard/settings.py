@@ -32,6 +32,24 @@ def _optional_float(name: str) -> float | None:
     return float(value) if value else None
 
 
+def machine_memory_mb() -> float:
+    """The machine's physical memory in MiB (4 GiB where it cannot be read)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
+    except (ValueError, OSError, AttributeError):
+        return 4096.0
+
+
+def worker_count() -> int:
+    """How many server processes share the machine: DASHBOARD_WORKERS (set by server.worker), else gunicorn's
+    WEB_CONCURRENCY, else 1."""
+    for name in ("DASHBOARD_WORKERS", "WEB_CONCURRENCY"):
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return 1
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = Path("data")
@@ -65,8 +83,26 @@ class Settings:
     # a proxy serves it under a prefix). A page-PNG export's browser loads pages from it and from
     # nowhere else; unset, from the address the server is bound on.
     public_url: str = ""
+    # Memory of one server process (a gunicorn worker), MiB (DASHBOARD_WORKER_MEMORY_MB): its caches of run
+    # tables and view results are cut to fit it. Unset: 60 % of the machine's memory shared among the
+    # workers (DASHBOARD_WORKERS, which server.worker sets, else WEB_CONCURRENCY, else 1).
+    worker_memory_mb: float | None = None
+    # The caches' share of it, MiB (DASHBOARD_CACHE_MB). Unset: the worker's budget less what the process
+    # holds once started and a reserve for the page being computed (a quarter, at least 256 MiB).
+    cache_mb: float | None = None
     # `dot` processes at once for the whole server, every worker together (figures/graphviz_runner.py).
     graphviz_running: int = 2
+
+    def worker_memory_bytes(self) -> int:
+        mb = self.worker_memory_mb or machine_memory_mb() * 0.6 / worker_count()
+        return int(mb * 2**20)
+
+    def cache_bytes(self, started_bytes: int) -> int:
+        """The caches' budget, given what the process holds once started."""
+        if self.cache_mb:
+            return int(self.cache_mb * 2**20)
+        worker = self.worker_memory_bytes()
+        return max(64 * 2**20, worker - started_bytes - max(256 * 2**20, worker // 4))
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -97,4 +133,6 @@ class Settings:
             ingest_max_expansion=float(os.environ.get("DASHBOARD_INGEST_MAX_EXPANSION", DEFAULT_INGEST_MAX_EXPANSION)),
             public_url=os.environ.get("DASHBOARD_PUBLIC_URL", "").strip(),
             graphviz_running=int(os.environ.get("DASHBOARD_GRAPHVIZ_RUNNING", 2)),
+            worker_memory_mb=_optional_float("DASHBOARD_WORKER_MEMORY_MB"),
+            cache_mb=_optional_float("DASHBOARD_CACHE_MB"),
         )

@@ -22,7 +22,7 @@ import shutil
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -34,6 +34,7 @@ import polars as pl
 from dashboard import schema
 from dashboard.store.checks import read_run_json, tables_problem
 from dashboard.store.files import copy_sources, write_tables
+from dashboard.store.memory import CACHE
 from dashboard.store.owners import owner_is_gone, read_owner, write_owner
 
 RUN_FILE = "run.json"
@@ -116,11 +117,11 @@ class RunInfo:
 
 
 class Run:
-    """An opened run: its tables are scanned lazily and read at most once."""
+    """An opened run: its tables are scanned lazily; a table read whole is kept in the process's byte-
+    budgeted cache (`store.memory`), so it is read once while it is in use and let go when others are."""
 
     def __init__(self, info: RunInfo) -> None:
         self.info = info
-        self._frames: dict[str, pl.DataFrame] = {}
 
     @property
     def id(self) -> str:
@@ -148,15 +149,19 @@ class Run:
         path = self.info.path / f"{SUMMARY_PREFIX}{name}.parquet"
         if name not in self.info.metadata.get("summaries", []) or not path.is_file():
             return None
-        if (key := f"{SUMMARY_PREFIX}{name}") not in self._frames:  # read once per process, as frame()
-            self._frames[key] = pl.read_parquet(path)
-        return self._frames[key]
+        return self._kept(f"{SUMMARY_PREFIX}{name}", lambda: pl.read_parquet(path))
 
     def frame(self, table: str) -> pl.DataFrame:
-        """The whole table in memory, read once per process and reused."""
-        if table not in self._frames:
-            self._frames[table] = self.scan(table).collect()
-        return self._frames[table]
+        """The whole table in memory, read once and reused while the process's cache budget keeps it."""
+        return self._kept(table, lambda: self.scan(table).collect())
+
+    def _kept(self, table: str, read: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        key = ("table", self, table)
+        frame = CACHE.get(key)
+        if frame is None:
+            frame = read()
+            CACHE.put(key, frame, group="run tables", size=int(frame.estimated_size()) + 1024)
+        return frame
 
 
 def safe_name(name: str) -> str:
@@ -179,7 +184,7 @@ def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
         raise
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)  # a Run holds its run.json only: its tables live in the byte-budgeted cache
 def _open_cached(path: str, stamp: int) -> Run:
     # `stamp` (run.json's mtime) is part of the key so a replaced run is reread (and checked again).
     return Run(checked_info(Path(path)))
@@ -359,6 +364,9 @@ class RunStore:
         shutil.rmtree(trash, ignore_errors=True)
         _owner_marker(trash).unlink(missing_ok=True)
         _open_cached.cache_clear()
+        # What this process kept of it goes now, not when the budget gets round to it.
+        CACHE.discard_where(lambda key: not any(isinstance(part, Run) and part.info.path == path
+                                                for part in (key if isinstance(key, tuple) else ())))
 
     def remove_stale_staging(self, older_than_s: float = STALE_STAGING_SECONDS) -> int:
         """Delete staging folders left by ingests that died; returns how many.

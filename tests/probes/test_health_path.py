@@ -51,5 +51,9 @@ def test_health_answers_while_every_thread_is_busy(tmp_path: Path) -> None:
         finally:
             for holder in holders:
                 holder.close()
-        # The verbose health (cache sizes) is the app's, behind the login.
+        # The verbose health (this worker's memory: caches against their budgets) is the app's, behind the login.
         assert server.get("/health?verbose=1")[0] == 401
+        status, body = server.get("/health?verbose=1", headers=basic_auth())
+        memory = json.loads(body)["memory"]
+        assert status == 200 and memory["cache_limit_mb"] > 0 and memory["worker_limit_mb"] > memory["cache_limit_mb"]
+        assert memory["rss_mb"] > 0 and memory["cache_mb"] >= 0
