@@ -33,9 +33,17 @@ def _channel() -> TextIO:
     return os.fdopen(private, "w", encoding="utf-8")
 
 
+# How much lower than the server's workers an ingest child runs (DASHBOARD_INGEST_NICE; `nice` units): a
+# parse is batch work, pages and /health are people waiting. Its helper processes inherit it.
+DEFAULT_NICE = 10
+
+
 def main() -> None:
     spec: dict[str, Any] = json.loads(sys.stdin.readline())
     channel = _channel()
+    if spec.get("job"):  # an upload on a server; the command line's ingest is the user's own foreground work
+        with contextlib.suppress(OSError, ValueError):
+            os.nice(int(os.environ.get("DASHBOARD_INGEST_NICE", DEFAULT_NICE)))
     temp = _own_temp_dir(spec["data_dir"])
     try:
         _run(spec, channel)

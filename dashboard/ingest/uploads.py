@@ -3,6 +3,7 @@
     POST /uploads                         a new upload        -> {"upload": "<id>"}
     PUT  /uploads/<id>/files?name=<file>  one file, raw body   -> {"file": "<stored name>", "bytes": n}
     POST /uploads/<id>/ingest             {"name": run name}   -> {"job": "<job id>"}
+    GET  /uploads/jobs/<job>              the job's state      -> {"state", "fraction", "message", "run_id", ...}
 
 Why not Dash's `dcc.Upload`: it reads the file in the browser into a base64 data URL and sends it
 inside a callback's JSON; the worker then held the JSON text, the parsed string and the decoded bytes
@@ -184,6 +185,14 @@ def install_upload_routes(server: Flask, jobs: IngestJobs, max_bytes: int) -> No
             return failed(exc)
         except RequestEntityTooLarge:
             return failed(UploadFailed(too_large_message(request.content_length, max_bytes), 413))
+
+    @server.get("/uploads/jobs/<job_id>")
+    def job_status(job_id: str) -> Any:
+        # What the page shows of a job; where its files and process are is the server's business.
+        status = jobs.status(job_id)
+        shown = {key: status[key] for key in ("state", "fraction", "message", "run_id", "error", "files", "phases")
+                 if key in status}
+        return jsonify(shown), 404 if status.get("state") == "unknown" else 200
 
     @server.post("/uploads/<upload_id>/ingest")
     def ingest_upload(upload_id: str) -> Any:
