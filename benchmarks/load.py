@@ -266,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         process, base = start_gunicorn(fresh, args.workers, args.threads, folder / "load-gunicorn.log",
                                        env={"DASHBOARD_INGEST_WORKERS": "1"})
         try:
+            record_page_load(base, PAGES[0])  # the browser's and the server's first visit: not kept
             recorded = {page: record_page_load(base, page) for page in PAGES}
             for page, load in recorded.items():
                 print(f"recorded {page}: {len(load.steps)} requests "

@@ -91,7 +91,10 @@ def soak_server(data_dir: Path, run_ids: list[str], worker_mb: float, out: list[
     process, base = start_gunicorn(data_dir, workers=1, threads=2, log_path=log_dir / "soak-gunicorn.log", env=env)
     try:
         worker = json.loads(replay_get(base, "/health"))["pid"]
+        record_page_load(base, f"/{PAGES[0]}?run={run_ids[0]}")  # the browser's first visit: not kept
         recorded = {page: record_page_load(base, f"/{page}?run={run_ids[0]}") for page in PAGES}
+        for page, load in recorded.items():
+            print(f"recorded /{page}: {[step.kind for step in load.steps]}", file=sys.stderr)
         for index, run_id in enumerate(run_ids, start=1):
             started = time.perf_counter()
             for page in PAGES:
