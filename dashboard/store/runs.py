@@ -255,10 +255,6 @@ class RunStore:
             raise RunDamaged(run_id, run.info.damaged)
         return run
 
-    def info(self, run_id: str) -> RunInfo:
-        """A run's info, damaged or not (RunNotFound only when there is no such run)."""
-        return self._opened(run_id).info
-
     def _opened(self, run_id: str) -> Run:
         path = self.run_path(run_id)
         try:
