@@ -73,8 +73,20 @@ def _kind(path: str, body: bytes | None) -> str:
     return "page"
 
 
-def record_page_load(base: str, path: str, timeout_ms: int = 120_000) -> PageLoad:
-    """The requests Chromium makes to `base` loading `path`, until the page is drawn and the network idle."""
+def record_page_load(base: str, path: str, timeout_ms: int = 120_000, tries: int = 3) -> PageLoad:
+    """The requests Chromium makes to `base` loading `path`, until the page is drawn and the network idle.
+
+    A recording without `_dash-layout` is incomplete (seen on a worker's very first page, under load: the
+    renderer had not asked for it before the network went quiet) and is made again.
+    """
+    for _ in range(tries - 1):
+        recorded = _record_once(base, path, timeout_ms)
+        if any(step.kind == "layout" for step in recorded.steps):
+            return recorded
+    return _record_once(base, path, timeout_ms)
+
+
+def _record_once(base: str, path: str, timeout_ms: int) -> PageLoad:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
