@@ -12,8 +12,9 @@ thread (and `/health`) for a minute, and a `dot` whose worker was killed ran on 
 - **One bounded queue per server.** `RUNNING` slots and `WAITING` places are lock files
   (`filelock`, an advisory `flock`, released by the kernel when a process dies), shared by every
   gunicorn worker of the data folder. A request takes a place or is told at once that Graphviz is
-  busy (HTTP 503); a place waits at most `WAIT_SECONDS` for a slot. Two requests for the same file
-  wait on one lock and the second reads the first's answer.
+  busy (HTTP 503); a place waits at most `WAIT_SECONDS` for a slot (a waiting request holds a worker
+  thread, and requests behind it in that worker's queue wait too). Two requests for the same file
+  wait on one lock and the second reads the first's answer, or is told to try again shortly.
 - **No orphans.** `dot` runs in its own process group, with the parent-death signal set to SIGKILL
   (`setpriv --pdeathsig KILL`: the kernel kills it when the thread that started it dies, whatever
   kills the worker) and a CPU-time limit a little over the timeout (`prlimit --cpu`: the kernel stops
@@ -45,8 +46,10 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 RUNNING = 2  # `dot` processes at once per server
-WAITING = 2  # requests that may wait for one of them; more are told "busy" at once
-WAIT_SECONDS = 45.0
+WAITING = 1  # requests that may wait for one of them (each holds a server thread); more are told "busy"
+# A waiting request holds a server thread, and gunicorn queues other requests behind busy threads: it
+# waits briefly, then is told "busy" (the drawing, once made, is served from disk to the next try).
+WAIT_SECONDS = 3.0
 MAX_CACHE_FILES = 2000
 _MEMORY_ENTRIES = 8
 _POLL_SECONDS = 0.1
@@ -205,8 +208,8 @@ def answer_for(text: str, draw_all: Callable[[str], dict[str, Any]]) -> dict[str
 
 
 def _busy_message() -> str:
-    return (f"Graphviz is busy drawing other graphs on this server ({_config.running} at a time); "
-            "try again in a minute")
+    return (f"Graphviz is busy drawing graphs on this server ({_config.running} at a time); "
+            "try again in a moment")
 
 
 # ---- the process -------------------------------------------------------------------

@@ -7,6 +7,7 @@ removed; a 38 MiB one said "could not be read" (it was a write that failed) and 
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -64,19 +65,21 @@ def wait(jobs: IngestJobs, job_id: str) -> dict:
 
 
 def test_an_upload_bigger_than_the_free_space_is_refused_in_words_and_leaves_nothing(small_disk: Path) -> None:
-    from dashboard.app import create_app
+    """What the upload route (`PUT /uploads/<id>/files`) does with the request's body stream."""
+    from dashboard.ingest.uploads import UploadFailed, Uploads
 
     data = small_disk / "data"
-    client = create_app(Settings(data_dir=data, seed_demo=False, max_upload_mb=512)).server.test_client()
-    upload = client.post("/uploads").get_json()["upload"]
-    sent = client.put(f"/uploads/{upload}/files?name=big.json", data=os.urandom(40 * MIB),
-                      content_type="application/octet-stream")
-    assert sent.status_code == 507, sent.get_json()
-    message = sent.get_json()["error"]
+    uploads = Uploads(IngestJobs(RunStore(data), Settings(data_dir=data, seed_demo=False)), max_bytes=512 * MIB)
+    upload = uploads.new()
+    with pytest.raises(UploadFailed) as refused:
+        uploads.receive(upload, "big.json", io.BytesIO(os.urandom(40 * MIB)), 40 * MIB)
+    assert refused.value.status == 507
+    message = str(refused.value)
     assert message.startswith("no space left on the server while writing big.json (") and "of 40 MiB" in message
     assert str(data) not in message and "Errno" not in message
     assert leftovers(data) == [] and not any((data / "uploads").iterdir())  # the partial file is gone
-    assert client.post(f"/uploads/{upload}/ingest", json={}).status_code == 404
+    with pytest.raises(UploadFailed):  # nothing left to ingest
+        uploads.ingest(upload, None)
 
 
 def test_a_run_that_does_not_fit_fails_in_words_keeps_the_upload_and_leaves_nothing(small_disk: Path,

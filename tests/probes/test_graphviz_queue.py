@@ -107,6 +107,8 @@ def test_a_flood_of_graph_requests_is_one_dot_run_and_the_server_keeps_answering
     assert len(groups) == 12
     before = dot_processes()
     with team_server(data, tmp_path, workers=2, threads=4) as server:
+        with ThreadPoolExecutor(max_workers=8) as warm:  # each worker's first page sets Dash up: not measured
+            list(warm.map(lambda _: server.get("/_dash-dependencies", timeout=300), range(8)))
         worst_health, most_dots, seen_dots, page_waits = 0.0, 0, set(), []
         stop = threading.Event()
 
@@ -142,7 +144,7 @@ def test_a_flood_of_graph_requests_is_one_dot_run_and_the_server_keeps_answering
             stop.set()
             watcher.join()
         statuses = sorted(status for status, _ in answers)
-        assert set(statuses) <= {200, 503}, statuses
+        assert set(statuses) <= {200, 503}, (statuses, server.log.read_text()[-4000:])
         # Whoever was told "busy" gets the graph on the next try, from the drawing kept on disk.
         for group in groups:
             status, seconds = graph(group)

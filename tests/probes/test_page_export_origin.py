@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import http.client
 import http.server
+import os
+import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +24,7 @@ import pytest
 
 from dashboard.store import RunStore
 from tests.support.kernel_tables import kernel_tables
-from tests.support.team_server import PASSWORD, USER, basic_auth
+from tests.support.team_server import PASSWORD, REPO_ROOT, USER, basic_auth, free_port
 
 pytest.importorskip("playwright")
 
@@ -61,40 +66,56 @@ def trap() -> Iterator[Trap]:
     found.close()
 
 
-def _trusting_front(app, header: str = "HTTP_SCRIPT_NAME"):
-    """What gunicorn does for a trusted peer's `SCRIPT_NAME` header (and a proxy configured to pass one
-    on): the header becomes the WSGI script name. gunicorn 27 refuses a request target that does not start
-    with '/', so the header's value is applied here as such a front end would hand it over."""
-    def wsgi(environ, start_response):
-        if header in environ:
-            environ["SCRIPT_NAME"] = environ.pop(header)
-        return app(environ, start_response)
-    return wsgi
+# What gunicorn does for a trusted peer's `SCRIPT_NAME` header (and a proxy configured to pass one on):
+# the header becomes the WSGI script name. gunicorn 27 refuses a request target that does not start with
+# '/', so the header's value is applied here as such a front end hands it over. The app runs in its own
+# process (one Dash app per process).
+SERVE_BEHIND_A_TRUSTING_FRONT = """
+import sys
+from pathlib import Path
+from werkzeug.serving import run_simple
+from dashboard.app import create_app
+from dashboard.settings import Settings
+
+app = create_app(Settings(data_dir=Path(sys.argv[1]), seed_demo=False, users=sys.argv[3])).server
+
+def front(environ, start_response):
+    if "HTTP_SCRIPT_NAME" in environ:
+        environ["SCRIPT_NAME"] = environ.pop("HTTP_SCRIPT_NAME")
+    return app(environ, start_response)
+
+run_simple("127.0.0.1", int(sys.argv[2]), front, threaded=True)
+"""
 
 
 def test_a_forged_script_name_does_not_send_the_export_browser_elsewhere(tmp_path: Path, trap: Trap) -> None:
     from werkzeug.security import generate_password_hash
-    from werkzeug.serving import make_server
-
-    from dashboard.app import create_app
-    from dashboard.settings import Settings
 
     data = tmp_path / "data"
     run_id = RunStore(data).write("export", kernel_tables(10))
-    settings = Settings(data_dir=data, seed_demo=False, users=f"{USER}:{generate_password_hash(PASSWORD)}")
-    app = create_app(settings)
-    server = make_server("127.0.0.1", 0, _trusting_front(app.server), threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-c", SERVE_BEHIND_A_TRUSTING_FRONT, str(data), str(port),
+                               f"{USER}:{generate_password_hash(PASSWORD)}"],
+                              cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        connection = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=120)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "the app did not start"
+                time.sleep(0.2)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
         connection.request("GET", f"/runs/{run_id}/export/kernels.png?export_width=800",
                            headers={**basic_auth(), "Script-Name": f"@127.0.0.1:{trap.port}"})
         response = connection.getresponse()
         body = response.read()
         connection.close()
     finally:
-        server.shutdown()
-        server.server_close()
+        server.terminate()
+        server.wait(timeout=30)
     assert trap.requests == [], f"the export's browser reached another service: {trap.requests}"
     assert response.status == 200, body[:300]
     assert body.startswith(b"\x89PNG")  # the app's own page, drawn
