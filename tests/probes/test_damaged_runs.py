@@ -13,6 +13,7 @@ import logging
 import pytest
 
 from dashboard.store import RunStore
+from tests.support.dash_requests import components
 from tests.support.kernel_tables import kernel_tables
 
 PAGES = ["/kernels", "/timeline", "/insights", "/layers", "/ranks", "/memory", "/planner", "/compiler", "/compare",
@@ -55,9 +56,13 @@ def damaged(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def test_a_damaged_run_is_listed_as_damaged_with_its_reason(damaged: dict) -> None:
-    from dashboard.pages.home import runs_rows
-
-    rows = {row["id"]: row for row in runs_rows()}
+    # The Runs page as the router draws it (its module is Dash's to load: importing it again would
+    # register the page twice in this process).
+    response = damaged["client"].post("/_dash-update-component", json=router_payload("/"))
+    assert response.status_code == 200
+    grid = next(component for component in components(response.get_json()["response"]["_pages_content"]["children"])
+                if component["props"].get("id") == "runs-grid")
+    rows = {row["id"]: row for row in grid["props"]["rowData"]}
     for run_id, reason in damaged["damaged"].items():
         assert run_id in rows and "damaged" in rows[run_id]["open"] and reason in rows[run_id]["open"], rows.get(run_id)
     for run_id in damaged["healthy"]:
