@@ -1,308 +1,307 @@
-"""Load benchmark of a team server: gunicorn workers on loopback, simulated users, latency and errors.
+"""Load benchmark of a team server: real page loads of every page by many users, one big upload meanwhile.
 
-    python benchmarks/load.py                      # 4 workers, 20 users, 60 s
-    python benchmarks/load.py --users 5 --duration 10 --kernels 20000
+    python benchmarks/load.py                                  # 20 users, 60 s, a 200 MB upload, 4 x 2 workers
+    python benchmarks/load.py --users 5 --duration 20 --upload-mb 20 --data /tmp/load-data
 
-It generates a data folder with one kernel run, starts
-`gunicorn -w 4 dashboard.server.wsgi:server` on a free 127.0.0.1 port, and runs
-simulated users in threads, each repeating what a browser does when a
-person opens the Kernels page and picks a run: the page (GET /kernels?run=…),
-`_dash-layout`, `_dash-dependencies`, the page router callback that renders
-the Kernels page, the run-picker callback, and the Kernels page's own chart
-callback. Callback payloads are built from the app's own
-`_dash-dependencies` and layouts, as the browser builds them. It stops at the
-duration or the request cap, whichever comes first, then prints p50 / p95
-latency per kind of request, requests per second, and the error count.
-Traffic goes to 127.0.0.1 only.
+The data folder holds the bundled demo (every page has something to show; kept with `--data`).
+`gunicorn -k dashboard.server.worker.HealthFirstWorker -w 4 --threads 2` serves it on a free 127.0.0.1
+port. Each page (the Runs page, Insights, Kernels, Layers, Timeline, Ranks, Memory, Planner, Compiler,
+Compare, History) is first loaded once in Chromium, and every request the page made to the server is kept
+(`page_loads.py`: the page, `_dash-layout`, `_dash-dependencies` and each callback with the body the
+renderer sent; scripts and styles are cached by a browser and left out). Then `--users` simulated users
+each load the pages in turn, replaying those requests in order, with `--think` seconds between pages (a
+person reading; 0 for back-to-back). Meanwhile a prober asks `/health` every half second on a fresh
+connection, and `--upload-after` seconds in, one `--upload-mb` MB PyTorch-profiler trace is uploaded
+as the Runs page does (`assets/upload.js`: a PUT per file, streamed) and ingested; every worker's RSS is
+sampled during its upload.
+
+Prints p50 / p95 / p99 latency of each page's requests (and of whole page loads), `/health`'s worst,
+the upload's figures, the error count and the machine's load; exits non-zero on an error, a page's p95
+over `--p95-ms`, a `/health` over 1 s, or an upload that added more than 64 MB to a worker.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
-import signal
-import socket
-import statistics
-import subprocess
+import shutil
 import sys
-import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import polars as pl
+from benchmarks.page_loads import (
+    HOST,
+    PageLoad,
+    Step,
+    record_page_load,
+    replay,
+    start_gunicorn,
+    stop_gunicorn,
+    worker_pids,
+)
 
-from dashboard.store import RunStore
-
-HOST = "127.0.0.1"  # loopback only, by design
-KERNEL_NAMES = [f"void kernel_{family}<{width}>(float*, int)" for family in ("gemm", "softmax", "layernorm",
-                                                                               "attention", "elementwise")
-                for width in (32, 64, 128, 256, 512, 1024, 2048, 4096)]
-
-
-# ---- data ------------------------------------------------------------------
-def write_kernel_run(data_dir: Path, kernels: int) -> str:
-    """One run of `kernels` kernels on two ranks and four streams; returns its id."""
-    names = dict(enumerate(KERNEL_NAMES))
-    i = pl.col("i")
-    frame = pl.DataFrame(pl.int_range(kernels, dtype=pl.Int64, eager=True).alias("i")).select(
-        (i % 2).cast(pl.Int32).alias("rank"),
-        pl.lit(0, dtype=pl.Int32).alias("device"),
-        (7 + i % 4).alias("stream"),
-        i.alias("correlation"),
-        (i * 7919 % len(KERNEL_NAMES)).replace_strict(names, return_dtype=pl.String).alias("name"),
-        (1_700_000_000_000_000_000 + i * 2_000).alias("start_ns"),
-        (1_700_000_000_000_000_000 + i * 2_000 + 300 + i * 104_729 % 1_500).alias("end_ns"),
-    )
-    return RunStore(data_dir).write("load-kernels", {"kernels": frame})
-
-
-# ---- Dash requests, built the way the browser builds them ------------------
-def _outputs_of(output: str) -> list[str]:
-    """'..a.b...c.d..' -> ['a.b', 'c.d']; 'a.b' -> ['a.b']."""
-    if output.startswith("..") and output.endswith(".."):
-        return output[2:-2].split("...")
-    return [output]
-
-
-def _split(spec: str) -> tuple[Any, str]:
-    component, _, prop = spec.rpartition(".")
-    prop = prop.split("@")[0]  # allow_duplicate outputs carry a hash suffix
-    return (json.loads(component) if component.startswith("{") else component), prop
-
-
-def _components(tree: Any, found: dict[str, dict] | None = None) -> dict[str, dict]:
-    """Every component with an id in a Dash layout tree: id key -> props."""
-    found = {} if found is None else found
-    if isinstance(tree, list):
-        for item in tree:
-            _components(item, found)
-    elif isinstance(tree, dict):
-        props = tree.get("props")
-        if isinstance(props, dict):
-            if "id" in props:
-                found[_key(props["id"])] = props
-            for value in props.values():
-                _components(value, found)
-    return found
-
-
-def _key(component_id: Any) -> str:
-    return json.dumps(component_id, sort_keys=True) if isinstance(component_id, dict) else str(component_id)
-
-
-def _matches(pattern: dict, candidate: Any) -> bool:
-    if not isinstance(candidate, dict) or set(candidate) != set(pattern):
-        return False
-    return all(value == ["ALL"] or candidate[k] == value for k, value in pattern.items())
-
-
-def callback_request(dependency: dict, components: dict[str, dict], values: dict[str, Any],
-                     changed: list[str]) -> dict:
-    """The JSON body of one callback request; values override component props ('id.prop' keys)."""
-
-    def expand(spec_id: Any, prop: str, with_value: bool) -> Any:
-        if isinstance(spec_id, dict) and any(v == ["ALL"] for v in spec_id.values()):
-            ids = [json.loads(k) for k in components if k.startswith("{") and _matches(spec_id, json.loads(k))]
-            return [expand(concrete, prop, with_value) for concrete in ids]
-        item: dict[str, Any] = {"id": spec_id, "property": prop}
-        if with_value:
-            key = f"{_key(spec_id)}.{prop}"
-            item["value"] = values[key] if key in values else (
-                spec_id if prop == "id" else components.get(_key(spec_id), {}).get(prop))
-        return item
-
-    def listed(entries: list[dict]) -> list[Any]:
-        return [expand(json.loads(e["id"]) if e["id"].startswith("{") else e["id"], e["property"], True)
-                for e in entries]
-
-    outputs = [expand(*_split(spec), False) for spec in _outputs_of(dependency["output"])]
-    return {"output": dependency["output"], "outputs": outputs if len(outputs) > 1 else outputs[0],
-            "inputs": listed(dependency["inputs"]), "state": listed(dependency["state"]),
-            "changedPropIds": changed}
-
-
-def find_dependency(dependencies: list[dict], output_part: str) -> dict:
-    return next(d for d in dependencies if output_part in d["output"] and d.get("clientside_function") is None)
-
-
-# ---- HTTP --------------------------------------------------------------------
-def request(base: str, path: str, body: dict | None = None, timeout: float = 60) -> tuple[int, bytes]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(base + path, data=data, method="POST" if body is not None else "GET",
-                                 headers={"Content-Type": "application/json"} if body is not None else {})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
-
-
-def start_gunicorn(data_dir: Path, workers: int, threads: int, log_path: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {**os.environ, "DASHBOARD_DATA": str(data_dir), "DASHBOARD_SEED_DEMO": "0"}
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-w", str(workers), "--threads", str(threads),
-             "-b", f"{HOST}:{port}", "--timeout", "120", "dashboard.server.wsgi:server"],
-            env=env, stdout=log, stderr=subprocess.STDOUT,
-        )
-    base = f"http://{HOST}:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"gunicorn exited:\n{log_path.read_text()}")
-        try:
-            if request(base, "/health", timeout=5)[0] == 200:
-                return process, base
-        except OSError:
-            time.sleep(0.3)
-    process.kill()
-    raise RuntimeError(f"gunicorn did not answer in time:\n{log_path.read_text()}")
-
-
-# ---- the users ----------------------------------------------------------------
-def scenario(base: str, run_id: str) -> list[tuple[str, str, dict | None]]:
-    """One visit, as (kind, path, body): built once from the app's own dependencies and layouts."""
-    dependencies = json.loads(request(base, "/_dash-dependencies")[1])
-    shell = _components(json.loads(request(base, "/_dash-layout")[1]))
-    search = f"?run={run_id}"
-    router_dep = find_dependency(dependencies, "_pages_content.children")
-    router = callback_request(router_dep, shell, {"_pages_location.pathname": "/kernels",
-                                                  "_pages_location.search": search},
-                              ["_pages_location.pathname"])
-    status, rendered = request(base, "/_dash-update-component", router)
-    if status != 200:
-        raise RuntimeError(f"the router callback failed ({status}): {rendered[:300]!r}")
-    page = _components(json.loads(rendered)["response"]["_pages_content"]["children"])
-    components = {**shell, **page}
-    picker_dep = find_dependency(dependencies, "run-picker.options")
-    picker = callback_request(picker_dep, components, {"run-picker.value": run_id,
-                                                       "_pages_location.search": search}, ["run-picker.value"])
-    steps: list[tuple[str, str, dict | None]] = [
-        ("GET /kernels", f"/kernels{search}", None),
-        ("GET _dash-layout", "/_dash-layout", None),
-        ("GET _dash-dependencies", "/_dash-dependencies", None),
-        ("POST router (Kernels page)", "/_dash-update-component", router),
-        ("POST run picker", "/_dash-update-component", picker),
-    ]
-    try:  # the Kernels page's chart callback: regroup the kernels
-        charts_dep = find_dependency(dependencies, "kernels-bar.figure")
-        charts = callback_request(charts_dep, components, {"kernels-top.value": 10}, ["kernels-top.value"])
-        steps.append(("POST kernels charts", "/_dash-update-component", charts))
-    except StopIteration:
-        print("note: no Kernels chart callback found; left out", file=sys.stderr)
-    return steps
-
-
-def run_users(base: str, steps: list[tuple[str, str, dict | None]], users: int, duration: float,
-              max_requests: int) -> tuple[dict[str, list[float]], list[str], int, float]:
-    latencies: dict[str, list[float]] = defaultdict(list)
-    errors: list[str] = []
-    lock = threading.Lock()
-    sent = 0
-    deadline = time.monotonic() + duration
-
-    def take_ticket() -> bool:
-        nonlocal sent
-        with lock:
-            if sent >= max_requests or time.monotonic() >= deadline:
-                return False
-            sent += 1
-            return True
-
-    def user(offset: int) -> None:
-        step = offset
-        while take_ticket():
-            kind, path, body = steps[step % len(steps)]
-            step += 1
-            started = time.perf_counter()
-            try:
-                status, payload = request(base, path, body)
-                problem = None if status == 200 else f"{kind}: HTTP {status} {payload[:120]!r}"
-            except Exception as exc:  # a timeout or a dropped connection is an error, counted
-                problem = f"{kind}: {type(exc).__name__}: {exc}"
-            elapsed = time.perf_counter() - started
-            with lock:
-                latencies[kind].append(elapsed)
-                if problem:
-                    errors.append(problem)
-
-    threads = [threading.Thread(target=user, args=(i,), daemon=True) for i in range(users)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=duration + 120)
-    return latencies, errors, sent, time.perf_counter() - started
+PAGES = ("/", "/insights", "/kernels", "/layers", "/timeline", "/ranks", "/memory", "/planner", "/compiler",
+         "/compare", "/history")
+MIB = 1024 * 1024
 
 
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def report(latencies: dict[str, list[float]], errors: list[str], wall: float, out: Callable[[str], None]) -> dict:
-    every = [v for values in latencies.values() for v in values]
-    out(f"{'request':<30} {'count':>7} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}")
-    for kind, values in latencies.items():
-        out(f"{kind:<30} {len(values):>7} {percentile(values, .5) * 1e3:>9.1f} "
-            f"{percentile(values, .95) * 1e3:>9.1f} {max(values) * 1e3:>9.1f}")
-    summary = {"requests": len(every), "seconds": round(wall, 2), "requests_per_s": round(len(every) / wall, 1),
-               "p50_ms": round(percentile(every, .5) * 1e3, 1), "p95_ms": round(percentile(every, .95) * 1e3, 1),
-               "mean_ms": round(statistics.fmean(every) * 1e3, 1), "errors": len(errors)}
-    out(f"{'all':<30} {len(every):>7} {summary['p50_ms']:>9.1f} {summary['p95_ms']:>9.1f} "
-        f"{max(every) * 1e3:>9.1f}")
-    out(f"{summary['requests_per_s']} requests/s over {wall:.1f} s; errors: {len(errors)}")
-    for problem in errors[:10]:
-        out(f"  error: {problem}")
+def rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def prepare_data(folder: Path, upload_mb: int) -> tuple[Path, Path | None]:
+    """The demo's runs and a trace of about `upload_mb` MB to upload (both kept in `folder`)."""
+    from benchmarks.gen_kineto_trace import write_trace
+    from dashboard.demo import seed_demo_if_empty
+    from dashboard.store import RunStore
+
+    data = folder / "data"
+    seed_demo_if_empty(RunStore(data), stream=None)
+    if upload_mb <= 0:
+        return data, None
+    trace = folder / f"upload-{upload_mb}mb.json"
+    if not trace.exists():
+        write_trace(trace, kernels=int(upload_mb * 1200))  # ~0.83 KB per kernel with its launch and op
+    return data, trace
+
+
+class Results:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests: dict[str, list[float]] = defaultdict(list)  # page -> request latencies
+        self.loads: dict[str, list[float]] = defaultdict(list)  # page -> whole page loads
+        self.kinds: dict[str, list[float]] = defaultdict(list)  # (page, request kind) -> latencies
+        self.errors: list[str] = []
+        self.health: list[float] = []
+        self.upload: dict[str, Any] = {}
+
+
+def run_users(base: str, recorded: dict[str, PageLoad], users: int, duration: float, think: float,
+              results: Results) -> None:
+    deadline = time.monotonic() + duration
+    pages = list(recorded)
+
+    def user(offset: int) -> None:
+        turn = offset
+        while time.monotonic() < deadline:
+            page = pages[turn % len(pages)]
+            turn += 1
+            started = time.perf_counter()
+            for step in recorded[page].steps:
+                began = time.perf_counter()
+                try:
+                    status, body = replay(base, step)
+                    problem = None if status in (200, 204) else f"{page} {step.kind}: HTTP {status} {body[:120]!r}"
+                except Exception as exc:  # a timeout or a dropped connection is an error, counted
+                    problem = f"{page} {step.kind}: {type(exc).__name__}: {exc}"
+                elapsed = time.perf_counter() - began
+                with results.lock:
+                    results.requests[page].append(elapsed)
+                    results.kinds[f"{page} {step.kind}"].append(elapsed)
+                    if problem:
+                        results.errors.append(problem)
+            with results.lock:
+                results.loads[page].append(time.perf_counter() - started)
+            time.sleep(think * (0.5 + (turn * 7919 % 1000) / 1000))  # 0.5-1.5 x think, spread over users
+
+    threads = [threading.Thread(target=user, args=(i,), daemon=True) for i in range(users)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=duration + 300)
+
+
+def probe_health(base: str, until: threading.Event, results: Results) -> None:
+    while not until.is_set():
+        started = time.perf_counter()
+        try:
+            connection = http.client.HTTPConnection(HOST, int(base.rsplit(":", 1)[1]), timeout=30)
+            connection.request("GET", "/health")
+            response = connection.getresponse()
+            response.read()
+            connection.close()
+            ok = response.status == 200
+        except OSError as exc:
+            ok = False
+            with results.lock:
+                results.errors.append(f"/health: {type(exc).__name__}: {exc}")
+        with results.lock:
+            results.health.append(time.perf_counter() - started)
+            if not ok:
+                results.errors.append("/health did not answer 200")
+        until.wait(0.5)
+
+
+def upload(base: str, trace: Path, workers: list[int], results: Results) -> None:
+    """The Runs page's upload: a new upload, the file streamed in one PUT, then the ingest job, followed."""
+    baseline = {pid: rss_mb(pid) for pid in workers}
+    peak = dict(baseline)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            for pid in workers:
+                peak[pid] = max(peak[pid], rss_mb(pid))
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    port = int(base.rsplit(":", 1)[1])
+    started = time.perf_counter()
+    try:
+        connection = http.client.HTTPConnection(HOST, port, timeout=600)
+        connection.request("POST", "/uploads", body=b"")
+        opened = json.loads(connection.getresponse().read())
+        with open(trace, "rb") as body:
+            connection.request("PUT", f"/uploads/{opened['upload']}/files?name={trace.name}", body=body,
+                               headers={"Content-Length": str(trace.stat().st_size),
+                                        "Content-Type": "application/octet-stream"})
+            response = connection.getresponse()
+            answer = json.loads(response.read())
+        sent = time.perf_counter() - started
+        connection.request("POST", f"/uploads/{opened['upload']}/ingest", body=json.dumps({"name": "load-upload"}),
+                           headers={"Content-Type": "application/json"})
+        job = json.loads(connection.getresponse().read())["job"]
+        connection.close()
+    finally:
+        done.set()
+        sampler.join()
+    added = {pid: peak[pid] - baseline[pid] for pid in workers}
+    receiver = max(added, key=added.get)
+    results.upload.update({"file_mb": round(trace.stat().st_size / MIB, 1), "status": response.status,
+                           "stored_mb": round(answer.get("bytes", 0) / MIB, 1), "send_s": round(sent, 1),
+                           "receiving_worker_rss_before_mb": round(baseline[receiver]),
+                           "receiving_worker_rss_peak_mb": round(peak[receiver]),
+                           "receiving_worker_added_mb": round(added[receiver], 1)})
+    status = {"state": "running"}
+    while status.get("state") == "running":  # the parse runs in a child process meanwhile
+        time.sleep(1.0)
+        _code, body = replay(base, Step("job", "GET", f"/uploads/jobs/{job}"))
+        status = _job_state(body)
+    results.upload.update({"ingest": status.get("state"), "ingest_s": round(time.perf_counter() - started - sent, 1),
+                           "ingest_error": status.get("error")})
+
+
+def _job_state(body: bytes) -> dict[str, Any]:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return {"state": "unknown"}
+
+
+def report(results: Results, wall: float, args: argparse.Namespace) -> dict[str, Any]:
+    print(f"{'page':<12} {'loads':>6} {'requests':>9} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
+          f"{'load p50':>9} {'load p95':>9}")
+    pages = {}
+    for page, latencies in results.requests.items():
+        loads = results.loads[page]
+        row = {"loads": len(loads), "requests": len(latencies),
+               **{f"p{share}_ms": round(percentile(latencies, share / 100) * 1e3, 1) for share in (50, 95, 99)},
+               "load_p50_ms": round(percentile(loads, .5) * 1e3), "load_p95_ms": round(percentile(loads, .95) * 1e3)}
+        pages[page] = row
+        print(f"{page:<12} {row['loads']:>6} {row['requests']:>9} {row['p50_ms']:>8} {row['p95_ms']:>8} "
+              f"{row['p99_ms']:>8} {row['load_p50_ms']:>9} {row['load_p95_ms']:>9}")
+    every = [value for values in results.requests.values() for value in values]
+    slowest = sorted(((percentile(v, .95), k) for k, v in results.kinds.items()), reverse=True)[:5]
+    summary = {
+        "users": args.users, "workers": args.workers, "threads": args.threads, "think_s": args.think,
+        "seconds": round(wall, 1), "requests": len(every), "requests_per_s": round(len(every) / wall, 1),
+        "p50_ms": round(percentile(every, .5) * 1e3, 1), "p95_ms": round(percentile(every, .95) * 1e3, 1),
+        "p99_ms": round(percentile(every, .99) * 1e3, 1), "errors": len(results.errors),
+        "health_probes": len(results.health), "health_worst_ms": round(max(results.health, default=0) * 1e3, 1),
+        "health_over_1s": sum(1 for value in results.health if value > 1.0), "upload": results.upload,
+        "pages": pages, "slowest_requests_p95_ms": {kind: round(value * 1e3, 1) for value, kind in slowest},
+        "load_average": [round(value, 2) for value in os.getloadavg()],
+    }
+    print(f"{'all':<12} {'':>6} {len(every):>9} {summary['p50_ms']:>8} {summary['p95_ms']:>8} {summary['p99_ms']:>8}")
+    print(f"{summary['requests_per_s']} requests/s over {wall:.0f} s; /health: {summary['health_probes']} probes, "
+          f"worst {summary['health_worst_ms']} ms, {summary['health_over_1s']} over 1 s; errors: {len(results.errors)}")
+    print(f"slowest requests (p95 ms): {summary['slowest_requests_p95_ms']}")
+    if results.upload:
+        print(f"upload: {json.dumps(results.upload)}")
+    print(f"machine load average (1, 5, 15 min): {summary['load_average']} on {os.cpu_count()} CPUs")
+    for problem in results.errors[:10]:
+        print(f"  error: {problem}")
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--users", type=int, default=20)
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load (at most)")
-    parser.add_argument("--max-requests", type=int, default=20_000, help="stop after this many requests")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
+    parser.add_argument("--think", type=float, default=1.0, help="mean seconds a user reads a page before the next")
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker")
-    parser.add_argument("--kernels", type=int, default=200_000, help="kernels in the generated run")
+    parser.add_argument("--threads", type=int, default=2, help="gunicorn threads per worker")
+    parser.add_argument("--upload-mb", type=int, default=200, help="the upload during the run (0: none)")
+    parser.add_argument("--upload-after", type=float, default=5.0, help="seconds into the run")
+    parser.add_argument("--p95-ms", type=float, default=300.0, help="the most any page's p95 may be")
+    parser.add_argument("--data", type=Path, help="keep the demo data and the upload file here (reused)")
     parser.add_argument("--json", type=Path, help="also write the summary here")
     args = parser.parse_args(argv)
 
-    with tempfile.TemporaryDirectory(prefix="dashboard-load-") as folder:
-        data_dir = Path(folder) / "data"
-        run_id = write_kernel_run(data_dir, args.kernels)
-        process, base = start_gunicorn(data_dir, args.workers, args.threads, Path(folder) / "gunicorn.log")
+    from benchmarks.scratch import work_folder
+
+    with work_folder(args.data) as folder:
+        data, trace = prepare_data(folder, args.upload_mb)
+        fresh = folder / "served"  # the upload's run goes here, not into the kept demo folder
+        shutil.rmtree(fresh, ignore_errors=True)
+        shutil.copytree(data, fresh, symlinks=True)
+        # The parse of the upload in a child process, one decode helper, niced: the pages are served meanwhile.
+        process, base = start_gunicorn(fresh, args.workers, args.threads, folder / "load-gunicorn.log",
+                                       env={"DASHBOARD_INGEST_WORKERS": "1"})
         try:
-            steps = scenario(base, run_id)
-            # Warm-up (not measured): every worker opens the run and renders the page once.
-            run_users(base, steps, users=args.workers * 2, duration=30, max_requests=len(steps) * args.workers * 3)
-            print(f"{args.users} users, {args.workers} workers x {args.threads} thread(s), run of "
-                  f"{args.kernels:,} kernels, up to {args.duration:.0f} s / {args.max_requests:,} requests")
-            latencies, errors, _sent, wall = run_users(base, steps, args.users, args.duration, args.max_requests)
-            summary = report(latencies, errors, wall, print)
+            record_page_load(base, PAGES[0])  # the browser's and the server's first visit: not kept
+            recorded = {page: record_page_load(base, page) for page in PAGES}
+            for page, load in recorded.items():
+                print(f"recorded {page}: {len(load.steps)} requests "
+                      f"({', '.join(sorted({step.kind.split(' ')[0] for step in load.steps}))})", file=sys.stderr)
+            warm = Results()  # every worker draws every page once before anything is measured
+            run_users(base, recorded, users=args.workers * args.threads, duration=len(PAGES) * 2.0, think=0.0,
+                      results=warm)
+            results = Results()
+            stop = threading.Event()
+            prober = threading.Thread(target=probe_health, args=(base, stop, results), daemon=True)
+            prober.start()
+            uploader = None
+            if trace is not None:
+                def delayed_upload() -> None:
+                    time.sleep(args.upload_after)
+                    upload(base, trace, worker_pids(process), results)
+
+                uploader = threading.Thread(target=delayed_upload, daemon=True)
+                uploader.start()
+            print(f"{args.users} users, {args.workers} workers x {args.threads} threads, {len(PAGES)} pages, "
+                  f"{args.duration:.0f} s, think {args.think} s, upload {args.upload_mb} MB", file=sys.stderr)
+            started = time.perf_counter()
+            run_users(base, recorded, args.users, args.duration, args.think, results)
+            if uploader is not None:
+                uploader.join(timeout=900)
+            stop.set()
+            prober.join()
+            summary = report(results, time.perf_counter() - started, args)
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop_gunicorn(process)
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
-    return 0 if summary["errors"] == 0 else 1
+    upload_ok = not summary["upload"] or summary["upload"].get("receiving_worker_added_mb", 0) <= 64
+    pages_ok = all(row["p95_ms"] <= args.p95_ms for row in summary["pages"].values())
+    return 0 if summary["errors"] == 0 and pages_ok and summary["health_over_1s"] == 0 and upload_ok else 1
 
 
 if __name__ == "__main__":

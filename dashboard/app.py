@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import re
 import traceback
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from dashboard import __version__
 
 # First: the command line chooses polars' allocator for an ingest before anything loads polars.
 from dashboard.cli.main import main as run_command_line
@@ -39,11 +36,19 @@ _POLYFILL_SCRIPT = re.compile(r'<script src="[^"]*/polyfill@[^"]*"></script>\s*'
 
 
 def _show_callback_error(error: Exception) -> None:
-    """Any callback that fails shows its error in the banner; the app keeps serving."""
+    """Any callback that fails shows one line and an error id in the banner, the traceback goes to the
+    server's log under that id; the app keeps serving. Only messages the app wrote for people (a run
+    that does not exist or is damaged, an input it cannot read) are shown, paths cut; never Python's."""
     from dash import set_props
 
-    log.error("callback failed: %s", "".join(traceback.format_exception(error)))
-    set_props("error-banner", {"children": f"Something went wrong: {type(error).__name__}: {error}",
+    from dashboard.collectors.base import IngestError
+    from dashboard.server.messages import new_error_id, public_line
+    from dashboard.store import RunDamaged, RunNotFound
+
+    error_id = new_error_id()
+    log.error("callback failed [error %s]: %s", error_id, "".join(traceback.format_exception(error)))
+    for_people = isinstance(error, RunNotFound | RunDamaged | IngestError)
+    set_props("error-banner", {"children": public_line(str(error) if for_people else None, error_id),
                                "is_open": True})
 
 
@@ -80,18 +85,28 @@ def web_app(app: dash.Dash) -> WebApp:
 
 def create_app(settings: Settings | None = None) -> dash.Dash:
     """Build the app for one data folder; seeds the demo into an empty folder if asked."""
-    from flask import jsonify
+    from flask import jsonify, request
 
     from dashboard.exports.routes import install_run_downloads
-    from dashboard.figures import theme  # noqa: F401  (registers the plotly template)
+    from dashboard.figures import (
+        graphviz_runner,
+        theme,  # noqa: F401  (registers the plotly template)
+    )
+    from dashboard.ingest.child_temp import remove_stale_child_temps
+    from dashboard.ingest.uploads import install_upload_routes
     from dashboard.layouts import server_state
     from dashboard.server.auth import install_login
+    from dashboard.server.health import health as server_health
     from dashboard.server.security import install_security
+    from dashboard.store import memory
 
     settings = settings or Settings.from_env()
     store = server_state.configure(settings)
+    # Every worker of this data folder shares one Graphviz queue and the drawings it made.
+    graphviz_runner.configure(settings.data_dir / ".cache" / "graphviz", running=settings.graphviz_running)
     store.runs_dir.mkdir(parents=True, exist_ok=True)
     store.remove_stale_staging()
+    remove_stale_child_temps(settings.data_dir)  # TMPDIRs of ingest children that are gone
     if settings.seed_demo:
         from dashboard.demo import seed_demo_if_empty
 
@@ -118,23 +133,37 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
 
     app.layout = shell
     server = app.server
-    server.config["MAX_CONTENT_LENGTH"] = settings.max_upload_mb * 1024 * 1024
+    # Bodies held in memory (callbacks) are small; an upload's files stream to disk (ingest/uploads.py).
+    server.config["MAX_CONTENT_LENGTH"] = settings.max_request_mb * 1024 * 1024
     # Asset URLs carry the file's modification time (`?m=...`), so browsers may keep them: no
     # revalidation round trip per script on every page load.
     server.config["SEND_FILE_MAX_AGE_DEFAULT"] = 365 * 24 * 3600
     install_security(web_app(app))  # security headers, a clear 413
     install_login(server, settings.users_file, settings.users)  # off unless users are configured
-    install_run_downloads(server, store)  # /runs/<id>/source/..., /tables/<t>.csv, /trace.json
+    install_upload_routes(server, server_state.current_jobs(), settings.max_upload_mb * 1024 * 1024)
+    import dash
+
+    # A page export's browser is sent only to registered page paths (never a path from the request).
+    page_paths = {page["module"].rsplit(".", 1)[-1]: page["path"] for page in dash.page_registry.values()}
+    # /runs/<id>/source/..., /tables/<t>.csv, /trace.json, /export/<page>.png|zip
+    install_run_downloads(server, store, page_paths=page_paths, public_url=settings.public_url)
 
     @server.route("/health")
     def health():  # type: ignore[no-untyped-def]
-        # pid: which worker answered, for checking a multi-worker server.
-        return jsonify({"status": "ok", "version": __version__, "runs": len(store.list_runs()),
-                        "pid": os.getpid()})
+        # pid: which worker answered, for checking a multi-worker server. Under gunicorn with
+        # server.worker.HealthFirstWorker the worker's loop answers plain /health itself, the same.
+        # `?verbose` (behind the login) adds this worker's memory: its caches against their budgets.
+        answer = server_health(settings.data_dir)
+        if "verbose" in request.args:
+            answer["memory"] = memory.CACHE.stats()
+        return jsonify(answer)
 
     # What start-up built (Dash, plotly, the page registry) lives as long as the server: moved out of
     # the collector's reach, it is not rescanned by every collection during a request.
     gc.freeze()
+    # One byte budget for this process's run tables and view results, from what it holds now.
+    started = memory.resident_bytes() or 0
+    memory.configure(settings.cache_bytes(started), settings.worker_memory_bytes())
     return app
 
 

@@ -6,6 +6,7 @@ leaves no folder, empty upload folders are removed, nothing else is.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -20,7 +21,8 @@ from dashboard.ingest.jobs import IngestJobs
 from dashboard.layouts.server_state import current_jobs
 from dashboard.settings import Settings
 from dashboard.store import RunStore
-from tests.support.dash_requests import callback_payload, upload_payload
+from tests.support.dash_requests import callback_payload
+from tests.support.uploads import upload_with_client
 from tests.test_jobs import _dead_pid
 
 DOT_SOURCE = b'digraph planner {\n  a [label="load"];\n  b [label="mma"];\n  a -> b [label="smem"];\n}\n'
@@ -121,13 +123,16 @@ def test_delete_removes_the_kept_files_after_a_confirmation(page) -> None:
 
 
 def test_a_damaged_upload_leaves_no_folder(page) -> None:
-    payload = upload_payload(b"", "broken.json")
-    payload["inputs"][0]["value"] = ["data:application/octet-stream;base64,abc"]  # cut mid-way: bad padding
     uploads = page["data"] / "uploads"
     before = set(uploads.iterdir()) if uploads.exists() else set()
-    response = page["client"].post("/_dash-update-component", json=payload)
-    assert "arrived damaged" in response.get_data(as_text=True)
+    client = page["client"]
+    upload = client.post("/uploads").get_json()["upload"]
+    # The body ends before its declared length: the client went away mid-file.
+    cut = client.put(f"/uploads/{upload}/files?name=broken.json", input_stream=io.BytesIO(b"{" * 100),
+                     environ_overrides={"CONTENT_LENGTH": "1000"}, content_type="application/octet-stream")
+    assert cut.status_code == 400 and "cut off" in cut.get_json()["error"], cut.get_json()
     assert (set(uploads.iterdir()) if uploads.exists() else set()) == before
+    assert client.post(f"/uploads/{upload}/ingest", json={}).status_code == 404  # nothing left to ingest
 
 
 def test_empty_upload_folders_are_removed_and_nothing_else(tmp_path: Path) -> None:
@@ -155,9 +160,9 @@ def test_empty_upload_folders_are_removed_and_nothing_else(tmp_path: Path) -> No
 def test_an_upload_is_bytes_in_a_new_regular_file_never_a_link_or_a_path(page) -> None:
     # The browser sends a name and bytes: the server writes a fresh file under its own folder, so an
     # upload can carry neither a symbolic link nor a path outside it, whatever the name says.
-    answer = page["client"].post("/_dash-update-component",
-                                 json=upload_payload(b"\x00 not a trace", "../../etc/passwd")).get_json()
-    job_id = answer["response"]["ingest-job"]["data"]
+    status, answer = upload_with_client(page["client"], {"../../etc/passwd": b"\x00 not a trace"})
+    assert status == 200, answer
+    job_id = answer["job"]
     status = wait_for(page["jobs"], job_id)
     assert status["state"] == "error" and status["files"] == ["passwd"]
     kept = Path(status["kept_at"]) / "passwd"

@@ -35,7 +35,7 @@ from dashboard.ingest.budget import (
 from dashboard.ingest.jobs import IngestJobs
 from dashboard.settings import Settings
 from dashboard.store import RunStore
-from tests.support.dash_requests import upload_payload
+from tests.support.uploads import upload_over_http
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TIME_BUDGET_S = 0.25
@@ -116,13 +116,20 @@ def test_the_child_lives_until_the_job_is_taken_back(data_dir: Path, tmp_path: P
         os.kill(child[0], 0)
 
 
-def test_the_budget_scales_with_the_uncompressed_input(slow_trace: Path) -> None:
-    megabytes = input_megabytes([slow_trace])
-    assert megabytes > 10 * slow_trace.stat().st_size / 2**20  # counted at its uncompressed size
+def test_the_budget_scales_with_the_bytes_the_parse_reads(slow_trace: Path) -> None:
+    from dashboard.ingest.input_size import ExpansionLimit, measured_bytes
+
+    on_disk = input_megabytes([slow_trace])
+    assert on_disk == pytest.approx(slow_trace.stat().st_size / 2**20)  # as received, never from the trailer
+    measured = measured_bytes([slow_trace], ExpansionLimit()) / 2**20
+    assert measured > 10 * on_disk  # decompressed as a stream and counted
     budget = scaled_budget([slow_trace], fixed_seconds=None, fixed_memory_mb=None, seconds_base=60,
                            seconds_per_mb=1, memory_mb_base=1024, memory_mb_per_mb=10,
                            seconds_hint="s", memory_hint="m")
-    assert budget.seconds == pytest.approx(60 + megabytes) and budget.memory_mb == pytest.approx(1024 + 10 * megabytes)
+    assert budget.seconds == pytest.approx(60 + on_disk) and budget.memory_mb == pytest.approx(1024 + 10 * on_disk)
+    assert budget.rescale is not None  # the child reports what it measured; the budget is scaled to that
+    again = budget.rescale(measured)
+    assert again.seconds == pytest.approx(60 + measured) and again.memory_mb == pytest.approx(1024 + 10 * measured)
     fixed = scaled_budget([slow_trace], fixed_seconds=5, fixed_memory_mb=0, seconds_base=60, seconds_per_mb=1,
                           memory_mb_base=1024, memory_mb_per_mb=10, seconds_hint="s", memory_hint="m")
     assert (fixed.seconds, fixed.memory_mb) == (5, None)  # 0 turns a limit off
@@ -177,10 +184,9 @@ def budget_server(tmp_path: Path) -> Iterator[dict]:
 def test_an_upload_over_its_budget_fails_named_while_health_keeps_answering(budget_server: dict,
                                                                             slow_trace: Path) -> None:
     base, data = budget_server["url"], budget_server["data"]
-    status, answer = post_json(base + "/_dash-update-component",
-                               upload_payload(slow_trace.read_bytes(), "big.json.gz", "slow"))
+    status, answer = upload_over_http(base, {"big.json.gz": slow_trace.read_bytes()}, "slow")
     assert status == 200, answer
-    job_id = answer["response"]["ingest-job"]["data"]
+    job_id = answer["job"]
     health_seconds: list[float] = []
     answered_while_running = 0
     deadline = time.monotonic() + 60
@@ -238,3 +244,14 @@ def test_budget_settings_come_from_the_environment(monkeypatch) -> None:
     assert (settings.ingest_seconds_per_mb, settings.ingest_memory_mb_base) == (3, 512)
     monkeypatch.delenv("DASHBOARD_INGEST_MAX_SECONDS")
     assert Settings.from_env().ingest_max_seconds is None
+
+
+def test_the_parse_is_stopped_at_its_temporary_disk_budget_and_leaves_nothing(slow_trace: Path,
+                                                                               data_dir: Path) -> None:
+    # The run's copy of the input alone (3.5 MB) is over a 1 MB budget.
+    with pytest.raises(BudgetExceeded, match=r"parsing wrote more than its temporary-disk budget of 1 MB "
+                                             r"\(\d+ MB\) and was stopped \(the limit is set by DASHBOARD_INGEST"):
+        run_in_child(data_dir, [slow_trace], None, Budget(seconds=None, memory_mb=None, disk_mb=1))
+    assert RunStore(data_dir).list_runs() == []
+    for folder in (".staging", ".tmp"):
+        assert not (data_dir / folder).exists() or list((data_dir / folder).iterdir()) == []

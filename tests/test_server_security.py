@@ -44,7 +44,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):
         "op_index": [0, 1], "inputs": [["%0", "%1"], []], "input_shapes": [["1x32"], None]}))
     store = RunStore(root / "data")
     run_id = store.write("served", tables, sources=[sources / "trace.json", sources / "nested"])
-    app = create_app(Settings(data_dir=root / "data", seed_demo=False, max_upload_mb=LIMIT_MB))
+    app = create_app(Settings(data_dir=root / "data", seed_demo=False, max_upload_mb=LIMIT_MB, max_request_mb=LIMIT_MB))
     client = app.server.test_client()
     client.get("/")  # Dash finishes its setup (page router, inline scripts) on the first request
     return {"app": app, "client": client, "run_id": run_id, "root": root, "store": store, "tables": tables}

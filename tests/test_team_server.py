@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.dash_requests import upload_payload
+from tests.support.uploads import upload_over_http
 
 pytest.importorskip("gunicorn")
 
@@ -55,7 +56,8 @@ def gunicorn_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     root = tmp_path_factory.mktemp("team")
     data = root / "data"
     port = free_port()
-    env = {**os.environ, "DASHBOARD_DATA": str(data), "DASHBOARD_SEED_DEMO": "0", "DASHBOARD_MAX_UPLOAD_MB": "1"}
+    env = {**os.environ, "DASHBOARD_DATA": str(data), "DASHBOARD_SEED_DEMO": "0", "DASHBOARD_MAX_UPLOAD_MB": "1",
+           "DASHBOARD_MAX_REQUEST_MB": "1"}
     log_path = root / "gunicorn.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(
@@ -110,10 +112,9 @@ def test_one_upload_is_one_run_and_every_worker_lists_it(gunicorn_server: dict) 
     assert len(before) == 2, f"expected two workers, saw {list(before)}"
     assert all(answer["runs"] == 0 for answer in before.values())
 
-    status, answer = post_json(base, "/_dash-update-component",
-                               upload_payload(DOT_SOURCE, "planner.dot", "team-upload"))
+    status, answer = upload_over_http(base, {"planner.dot": DOT_SOURCE}, "team-upload")
     assert status == 200, answer
-    job_id = answer["response"]["ingest-job"]["data"]
+    job_id = answer["job"]
     assert len(job_id) == 32
 
     deadline = time.monotonic() + 30
@@ -140,15 +141,11 @@ def test_one_upload_is_one_run_and_every_worker_lists_it(gunicorn_server: dict) 
 def test_oversized_upload_gets_413_through_gunicorn(gunicorn_server: dict) -> None:
     runs_dir = gunicorn_server["data"] / "runs"
     runs_before = sorted(runs_dir.iterdir()) if runs_dir.exists() else []
-    body = json.dumps(upload_payload(b"x" * (1024 * 1024 + 10), "big.dot", "too-big")).encode()
-    connection = http.client.HTTPConnection("127.0.0.1", gunicorn_server["port"], timeout=30)
-    connection.request("POST", "/_dash-update-component", body=body, headers={"Content-Type": "application/json"})
-    response = connection.getresponse()
-    answer = json.loads(response.read())
-    connection.close()
-    assert response.status == 413
-    assert answer["error"] == "upload too large: 1.3 MiB > limit 1 MiB"
+    status, answer = upload_over_http(gunicorn_server["url"], {"big.dot": b"x" * (2 * 1024 * 1024)}, "too-big")
+    assert status == 413
+    assert answer["error"] == "upload too large: 2 MiB > limit 1 MiB"
     assert (sorted(runs_dir.iterdir()) if runs_dir.exists() else []) == runs_before
+    assert not any((gunicorn_server["data"] / "uploads").rglob("*.part"))  # nothing half-written kept
 
 
 def test_an_oversized_chunked_upload_gets_413_through_gunicorn(gunicorn_server: dict) -> None:

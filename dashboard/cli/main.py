@@ -8,6 +8,7 @@ so the command line never imports the Dash app it starts (no circle between the 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -51,10 +52,13 @@ Serve = Callable[[Settings], None]
               envvar="DASHBOARD_USERS_FILE", show_envvar=True,
               help="Require a login: a file of 'user:<hash>' lines (make one with `hash-password`). "
                    "DASHBOARD_USERS='alice:<hash>,bob:<hash>' adds users too.")
+@click.option("--public-url", default="", envvar="DASHBOARD_PUBLIC_URL", show_envvar=True,
+              help="The URL users reach this server at (behind a proxy or under a path prefix); page exports "
+                   "load pages from it and nowhere else. Default: the address the server is bound on.")
 @click.version_option(package_name="dashboard")
 @click.pass_context
 def cli(ctx: click.Context, data_dir: Path, host: str, port: int, debug: bool, max_upload_mb: int,
-        no_demo: bool, users_file: Path | None) -> None:
+        no_demo: bool, users_file: Path | None, public_url: str) -> None:
     """GPU-profiling dashboard: where do my GPU time and memory go, and why?
 
     Without a command, serves the dashboard for the data folder at http://HOST:PORT/.
@@ -68,9 +72,10 @@ def cli(ctx: click.Context, data_dir: Path, host: str, port: int, debug: bool, m
         fail("error: serving needs the app: run `python -m dashboard.app` (or `dashboard`)")
     from dashboard.server.auth import UsersError
 
-    settings = Settings(data_dir=data_dir, host=host, port=port, debug=debug,
-                        max_upload_mb=max_upload_mb, seed_demo=not no_demo,
-                        users_file=users_file, users=os.environ.get("DASHBOARD_USERS", ""))
+    # What the options name, over the DASHBOARD_* environment (ingest budgets, caches: settings.py).
+    settings = dataclasses.replace(Settings.from_env(), data_dir=data_dir, host=host, port=port, debug=debug,
+                                   max_upload_mb=max_upload_mb, seed_demo=not no_demo, users_file=users_file,
+                                   users=os.environ.get("DASHBOARD_USERS", ""), public_url=public_url.strip())
     try:
         serve(settings)
     except UsersError as exc:  # never fall back to serving without the login asked for

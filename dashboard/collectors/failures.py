@@ -11,6 +11,7 @@ traceback still goes to the log, for `--debug` and the server log.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import sqlite3
@@ -42,6 +43,8 @@ def describe_failure(exc: BaseException, reader: str = "the reader") -> str:
         return "too large to read in the memory available"
     if isinstance(exc, sqlite3.Error):
         return sqlite_problem(exc)
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "could not be processed: no space left on the disk for its temporary files"
     if isinstance(exc, OSError):
         return f"could not be read ({exc.strerror or 'input/output error'})"
     if isinstance(exc, OverflowError | pl.exceptions.InvalidOperationError):
@@ -94,6 +97,8 @@ def ingest_failure(exc: BaseException, inputs: str) -> str:
 
     if isinstance(exc, IngestError):
         return one_line(str(exc))
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return one_line(f"{inputs}: no space left on the disk while writing the run; nothing half-written was kept")
     if isinstance(exc, OSError):  # the inputs were read; storing the run failed
         return one_line(f"{inputs}: could not store the run ({exc.strerror or 'input/output error'})")
     return one_line(f"{inputs}: {describe_failure(exc, 'the ingest')}")

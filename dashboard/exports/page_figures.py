@@ -56,6 +56,12 @@ def pages_for(run: Run) -> list[str]:
     return [page for page, evidence in PAGE_EVIDENCE.items() if has(page, evidence)]
 
 
+def page_state(page: str, run: Run, query: Query) -> dict[str, str]:
+    """The page's view state for a query, parsed by the page's own `State` and written again: only keys
+    the page knows, each in the form the page writes it (what an export's browser is sent to)."""
+    return dict(_view_module(run, page).State.from_query(query, run).to_query())
+
+
 def page_figures(page: str, run: Run, query: Query | None = None) -> dict[str, go.Figure]:
     """The charts of one page for a run and view state (the page's URL query), sized for export."""
     try:

@@ -7,21 +7,33 @@ and cookies of the request that asked for the export), waiting until the page ha
 full-height screenshot. The `chromium --headless --screenshot` command line can do neither the
 credentials nor the full height.
 
-The page is loaded from this server's own local address (the socket the request came in on), never
-from the request's Host header: the credentials must not be sent anywhere else. One export at a
-time per process: each holds a browser (a few hundred MB) for a few seconds.
+The page is loaded from one fixed origin, this server's own (`own_base_url`): the public URL an
+administrator configured (`Settings.public_url`), else the address the server is bound on (the
+socket the request came in on, never its Host header nor its `SCRIPT_NAME`: gunicorn takes the
+latter from a header of trusted peers, and a forged one once made this browser load an internal
+URL with the user's login). The path is the page's own (Dash's page registry, handed over by the
+app), the query the page's view state parsed and written again (`views.<page>.State`). The browser
+is jailed to that origin twice: every request it makes is intercepted and anything for another
+origin is aborted, and its proxy is a closed port that only the origin bypasses (a redirect's
+follow-up, which interception does not see, goes nowhere). The user's credentials travel only on
+the requests for that origin. One export at a time per process: each holds a browser (a few
+hundred MB) for a few seconds; a second one is answered "busy" at once instead of holding a worker.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
+import ssl
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from dashboard.exports.png import PngExportUnavailable, chromium_path
+
+log = logging.getLogger("dashboard.exports.page_png")
 
 DEFAULT_WIDTH = 1440
 MIN_WIDTH, MAX_WIDTH = 640, 3840
@@ -34,6 +46,8 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "-
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--hide-scrollbars"]
 _one_at_a_time = threading.Lock()
+# The export's browser sends everything but its own origin here: a port nothing listens on (discard).
+_NOWHERE_PROXY = "http://127.0.0.1:9"
 
 # Drawn: Dash has no callback in flight, every chart has its SVG, tables waiting for the charts are
 # in, Graphviz frames are attached, and the document's height has held still for SETTLE_MS (a grid
@@ -66,6 +80,10 @@ class PageExportFailed(RuntimeError):
     """The page could not be rendered; the message says why in one line."""
 
 
+class PageExportBusy(PageExportFailed):
+    """Another export holds this process's browser: try again (HTTP 503)."""
+
+
 @dataclass(frozen=True)
 class PageShot:
     png: bytes
@@ -94,44 +112,90 @@ def page_query(query: Mapping[str, str], run_id: str) -> dict[str, str]:
     return state
 
 
-def local_base_url(environ: Mapping[str, Any], script_root: str = "") -> str:
-    """This server as reached on the connection's local address (werkzeug or gunicorn), e.g.
-    `http://127.0.0.1:8050`; never the Host header, which a client chooses."""
+def local_base_url(environ: Mapping[str, Any]) -> str:
+    """This server as bound: the connection's local address (werkzeug or gunicorn), e.g.
+    `http://127.0.0.1:8050`; never the Host header nor the script root, which a client chooses."""
     connection = environ.get("werkzeug.socket") or environ.get("gunicorn.socket")
     if connection is not None:
         host, port = connection.getsockname()[:2]
+        scheme = "https" if isinstance(connection, ssl.SSLSocket) else "http"
     else:  # a WSGI server that does not expose its socket: its bind address
         host, port = environ.get("SERVER_NAME", "127.0.0.1"), environ.get("SERVER_PORT", "80")
+        scheme = "http"
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
-        raise PageExportFailed(f"cannot tell this server's own address (got {host!r})") from None
+        raise PageExportFailed(f"cannot tell this server's own address (got {host!r}); "
+                               "set DASHBOARD_PUBLIC_URL") from None
     if address.is_unspecified:
         address = ipaddress.ip_address("::1" if address.version == 6 else "127.0.0.1")
     shown = f"[{address}]" if address.version == 6 else str(address)
-    scheme = environ.get("wsgi.url_scheme", "http")
-    return f"{scheme}://{shown}:{port}{script_root.rstrip('/')}"
+    return f"{scheme}://{shown}:{int(port)}"
 
 
-def page_url(base_url: str, page: str, state: Mapping[str, str]) -> str:
-    return f"{base_url}/{page}?{urlencode(state)}"
+def own_base_url(public_url: str, environ: Mapping[str, Any]) -> str:
+    """Where the export's browser loads pages: the configured public URL (scheme, host, port and path
+    prefix, nothing else of it), else this server as bound (`local_base_url`)."""
+    if not public_url:
+        return local_base_url(environ)
+    parts = urlsplit(public_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        raise PageExportFailed("the configured public URL (DASHBOARD_PUBLIC_URL) is not an http(s) URL of a host")
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+
+
+def origin_of(url: str) -> str:
+    """scheme://host:port of a URL, the port always written (two spellings of one origin compare equal)."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}:{port}"
+
+
+def page_url(base_url: str, page_path: str, state: Mapping[str, str]) -> str:
+    """The page's URL: the base, the page's registered path, its view state as a query."""
+    if not page_path.startswith("/") or page_path.startswith("//"):
+        raise PageExportFailed(f"not a page path: {page_path!r}")
+    return f"{base_url}{page_path}?{urlencode(state)}"
+
+
+def _jail_args(origin: str) -> list[str]:
+    # Chromium never proxies loopback unless told (`<-loopback>`); the bypass names the origin's host:port.
+    host_port = origin.split("://", 1)[1]
+    return [f"--proxy-server={_NOWHERE_PROXY}", f"--proxy-bypass-list=<-loopback>;{host_port}"]
 
 
 def capture_page(url: str, width: int = DEFAULT_WIDTH, scale: int = 1, headers: Mapping[str, str] | None = None,
                  cookies: Mapping[str, str] | None = None, timeout_ms: int = TIMEOUT_MS) -> PageShot:
-    """The page at `url`, once drawn, as one full-height PNG at `width` CSS px and `scale`x."""
+    """The page at `url`, once drawn, as one full-height PNG at `width` CSS px and `scale`x.
+
+    The browser reaches `url`'s origin and nothing else; `headers` (the user's login) go only there.
+    """
     from playwright.sync_api import Error as PlaywrightError
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import Route, sync_playwright
 
     executable = chromium_path()  # PngExportUnavailable names the package to install
-    if not _one_at_a_time.acquire(timeout=timeout_ms / 1000):
-        raise PageExportFailed("another page export is still running; try again in a minute")
+    origin = origin_of(url)
+    credentials = dict(headers or {})
+    refused: list[str] = []
+
+    def only_own_origin(route: Route) -> None:
+        request = route.request
+        if origin_of(request.url) != origin:
+            refused.append(origin_of(request.url) if request.url.startswith("http") else request.url[:40])
+            route.abort("blockedbyclient")
+            return
+        route.continue_(headers={**request.headers, **credentials})
+
+    if not _one_at_a_time.acquire(blocking=False):
+        raise PageExportBusy("another page export is running in this server process; try again in a minute")
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+            browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS + _jail_args(origin))
             try:
                 context = browser.new_context(viewport={"width": width, "height": 900}, device_scale_factor=scale,
-                                              extra_http_headers=dict(headers or {}))
+                                              service_workers="block")
+                context.route("**/*", only_own_origin)
                 if cookies:
                     context.add_cookies([{"name": name, "value": value, "url": url}
                                          for name, value in cookies.items()])
@@ -155,7 +219,9 @@ def capture_page(url: str, width: int = DEFAULT_WIDTH, scale: int = 1, headers: 
         raise PageExportFailed(f"the export's browser failed: {first_line}") from None
     finally:
         _one_at_a_time.release()
+        if refused:
+            log.warning("page export of %s: refused requests for %s", url, ", ".join(sorted(set(refused))[:10]))
 
 
-__all__ = ["PageExportFailed", "PageShot", "PngExportUnavailable", "capture_page", "export_options",
-           "local_base_url", "page_query", "page_url"]
+__all__ = ["PageExportBusy", "PageExportFailed", "PageShot", "PngExportUnavailable", "capture_page", "export_options",
+           "local_base_url", "origin_of", "own_base_url", "page_query", "page_url"]

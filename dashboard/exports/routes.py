@@ -15,7 +15,7 @@ export in memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from urllib.parse import quote
 
 from flask import Flask, Response, abort, request, send_file
@@ -24,7 +24,7 @@ from dashboard import schema
 from dashboard.exports.perfetto import TRACE_TABLES, encode_trace
 from dashboard.exports.tables import encode_csv
 from dashboard.server.security import resolve_inside
-from dashboard.store import SOURCE_DIR, Run, RunNotFound, RunStore
+from dashboard.store import SOURCE_DIR, Run, RunDamaged, RunNotFound, RunStore
 from dashboard.views.file_names import safe_file_stem
 
 
@@ -64,12 +64,20 @@ def _attachment(body: Iterator[bytes], mimetype: str, filename: str) -> Response
     return response
 
 
-def install_run_downloads(server: Flask, store: RunStore) -> None:
-    """Add the download routes for the runs of `store`."""
+def install_run_downloads(server: Flask, store: RunStore, page_paths: Mapping[str, str] | None = None,
+                          public_url: str = "") -> None:
+    """Add the download routes for the runs of `store`.
+
+    `page_paths`: page name -> its registered path (Dash's page registry, from the app), the only paths
+    a page export's browser is sent to; `public_url`: the server's own URL for it (settings.py).
+    """
+    page_paths = dict(page_paths or {})
 
     def open_run(run_id: str) -> Run:
         try:
             return store.open(run_id)
+        except RunDamaged as exc:  # there, but unreadable: its one line, never a 500 from the parquet reader
+            abort(409, description=str(exc))
         except RunNotFound:
             abort(404, description=f"no run named {run_id!r}")
 
@@ -109,6 +117,10 @@ def install_run_downloads(server: Flask, store: RunStore) -> None:
             abort(404, description=str(exc))
         result = draw(source.text, source.index)
         if result.drawing is None:
+            if result.busy:  # the server's Graphviz queue is full: a moment later it is not
+                busy = Response(f"{result.problem}\n", status=503, mimetype="text/plain")
+                busy.headers["Retry-After"] = "30"
+                return busy
             abort(503 if result.missing else 422, description=f"{source.path.name}: {result.problem}")
         response = Response(result.drawing.svg, mimetype="image/svg+xml")
         response.headers["Content-Security-Policy"] = GRAPH_SVG_POLICY
@@ -140,27 +152,31 @@ def install_run_downloads(server: Flask, store: RunStore) -> None:
     @server.get("/runs/<run_id>/export/<page>.png")
     def run_page_png(run_id: str, page: str) -> Response:
         # The page as the user sees it, rendered by a headless Chromium from this server itself.
-        from dashboard.exports.page_figures import PAGES
+        from dashboard.exports.page_figures import PAGES, page_state
         from dashboard.exports.page_png import (
+            PageExportBusy,
             PageExportFailed,
             PngExportUnavailable,
             capture_page,
             export_options,
-            local_base_url,
+            own_base_url,
             page_query,
             page_url,
         )
 
         run = open_run(run_id)
-        if page not in PAGES:
+        if page not in PAGES or page not in page_paths:
             abort(404, description=f"no page {page!r} to export")
         width, scale = export_options(request.args)
         headers = {"Authorization": request.headers["Authorization"]} if "Authorization" in request.headers else {}
         try:
-            url = page_url(local_base_url(request.environ, request.script_root), page,
-                           page_query(request.args, run.id))
+            # Origin from the settings, path from the page registry, query re-encoded from the parsed state.
+            state = page_state(page, run, page_query(request.args, run.id)) | {"run": run.id}
+            url = page_url(own_base_url(public_url, request.environ), page_paths[page], state)
             shot = capture_page(url, width, scale, headers=headers, cookies=request.cookies)
         except PngExportUnavailable as exc:
+            abort(503, description=str(exc))
+        except PageExportBusy as exc:
             abort(503, description=str(exc))
         except PageExportFailed as exc:
             abort(502, description=f"{page} of {run.id}: {exc}")

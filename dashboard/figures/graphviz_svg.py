@@ -2,10 +2,10 @@
 
 Why the `dot` binary through `subprocess` and not the Python `graphviz`
 package: that package is itself a wrapper that runs the same binary, and adds
-nothing here (we already hold DOT text); calling it directly gives the two
-limits a server needs, a wall-clock timeout (`subprocess.run(timeout=...)`
-kills the layout of a pathological graph) and a cap on input and output size,
-with no extra dependency. The system package is Debian's `graphviz`
+nothing here (we already hold DOT text); calling it directly gives the
+limits a server needs, a wall-clock timeout (the layout of a pathological
+graph is killed), a process group and parent-death signal, and a cap on input
+and output size, with no extra dependency. The system package is Debian's `graphviz`
 (`apt-get install -y graphviz`); without it `render_svg` says so instead of
 drawing.
 
@@ -19,14 +19,14 @@ cannot make the server read its disk.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from dashboard.figures.graphviz_runner import DotTimedOut, GraphvizBusy, answer_for, run_dot_process
 
 MAX_DOT_BYTES = 8 * 1024 * 1024  # larger graphs take Graphviz minutes and draw as an unreadable blot
 MAX_SVG_BYTES = 64 * 1024 * 1024
@@ -79,16 +79,15 @@ def run_dot(text: str, timeout: float = TIMEOUT_SECONDS) -> str:
     if len(data) > MAX_DOT_BYTES:
         raise GraphvizFailed(f"the DOT text is {len(data) / 2**20:.1f} MiB, over the {MAX_DOT_BYTES // 2**20} MiB "
                              "that is drawn in the page; download the source and run `dot` locally")
-    with tempfile.TemporaryDirectory(prefix="dashboard-gv-") as empty:
-        env = {"PATH": os.environ.get("PATH", ""), "GV_FILE_PATH": empty, "HOME": empty, "LANG": "C.UTF-8"}
-        try:
-            done = subprocess.run([binary, "-Tsvg"], input=data, capture_output=True, timeout=timeout,
-                                  env=env, check=False)
-        except subprocess.TimeoutExpired:
-            raise GraphvizFailed(f"Graphviz did not finish laying out the graph within {timeout:.0f} s") from None
-        except OSError as exc:
-            raise GraphvizFailed(f"could not run {binary}: {exc}") from None
+    try:
+        done = run_dot_process(binary, data, timeout)
+    except DotTimedOut:
+        raise GraphvizFailed(f"Graphviz did not finish laying out the graph within {timeout:.0f} s") from None
+    except OSError as exc:
+        raise GraphvizFailed(f"could not run {Path(binary).name}: {exc.strerror or type(exc).__name__}") from None
     if done.returncode != 0 or not done.stdout:
+        if done.returncode < 0:
+            raise GraphvizFailed(f"Graphviz was stopped (signal {-done.returncode}) before it finished the graph")
         raise GraphvizFailed(f"Graphviz refused the graph: {_first_problem(done.stderr)}")
     if len(done.stdout) > MAX_SVG_BYTES:
         raise GraphvizFailed(f"the drawing is {len(done.stdout) / 2**20:.0f} MiB of SVG, too big to show in the page")
@@ -141,26 +140,40 @@ def render_svg(text: str, index: int = 0, timeout: float = TIMEOUT_SECONDS) -> D
 
 @dataclass(frozen=True)
 class DrawResult:
-    """A drawing, or the one-line problem that prevented it (`missing`: Graphviz is not installed)."""
+    """A drawing, or the one-line problem that prevented it (`missing`: Graphviz is not installed; `busy`:
+    the server's queue is full, try again)."""
 
     drawing: Drawing | None
     problem: str | None = None
     missing: bool = False
+    busy: bool = False
 
 
 def draw(text: str, index: int = 0) -> DrawResult:
-    """`render_svg` with its answer kept: the page and the SVG route ask for the same graph in turn,
-    and a graph that failed (a 30 s timeout) must not be laid out again on every view."""
-    if dot_binary() is None:  # not cached: installing Graphviz must not need a restart
+    """Graph `index` of `text`, from the answer kept for the whole text or drawn in the server's queue
+    (`graphviz_runner`): the page and the SVG route ask for the same graph in turn, every graph of a
+    file comes from one `dot` run, and a graph that failed (a 30 s timeout) is not laid out again."""
+    if dot_binary() is None:  # not kept: installing Graphviz must not need a restart
         return DrawResult(None, missing_message(), missing=True)
-    return _draw_cached(text, index)
-
-
-@lru_cache(maxsize=16)
-def _draw_cached(text: str, index: int) -> DrawResult:
     try:
-        return DrawResult(render_svg(text, index))
+        answer = answer_for(text, _draw_all)
+    except GraphvizBusy as exc:
+        return DrawResult(None, str(exc), busy=True)
+    if "problem" in answer:
+        return DrawResult(None, str(answer["problem"]), missing=bool(answer.get("missing")))
+    documents = answer.get("documents", [])
+    if index >= len(documents):
+        return DrawResult(None, f"Graphviz drew {len(documents)} graphs, not graph {index + 1}")
+    kept = documents[index]
+    return DrawResult(Drawing(str(kept["svg"]), float(kept["width"]), float(kept["height"])))
+
+
+def _draw_all(text: str) -> dict[str, Any]:
+    """Every graph of `text` drawn and sanitised, or the one-line problem (kept by the runner)."""
+    try:
+        drawings = [sanitise(document) for document in _DOCUMENT.findall(run_dot(text))]
     except GraphvizMissing as exc:
-        return DrawResult(None, str(exc), missing=True)
+        return {"problem": str(exc), "missing": True}
     except GraphvizFailed as exc:
-        return DrawResult(None, str(exc))
+        return {"problem": str(exc)}
+    return {"documents": [{"svg": d.svg, "width": d.width, "height": d.height} for d in drawings]}

@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 from typing import Any, TextIO
@@ -31,9 +33,40 @@ def _channel() -> TextIO:
     return os.fdopen(private, "w", encoding="utf-8")
 
 
+# How much lower than the server's workers an ingest child runs (DASHBOARD_INGEST_NICE; `nice` units): a
+# parse is batch work, pages and /health are people waiting. Its helper processes inherit it.
+DEFAULT_NICE = 10
+
+
 def main() -> None:
     spec: dict[str, Any] = json.loads(sys.stdin.readline())
     channel = _channel()
+    if spec.get("job"):  # an upload on a server; the command line's ingest is the user's own foreground work
+        with contextlib.suppress(OSError, ValueError):
+            os.nice(int(os.environ.get("DASHBOARD_INGEST_NICE", DEFAULT_NICE)))
+    temp = _own_temp_dir(spec["data_dir"])
+    try:
+        _run(spec, channel)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _own_temp_dir(data_dir: str) -> Path:
+    """Temporary files go under the data folder, in a folder the parent measures against the disk budget
+    (set before polars or the Kineto decoder's helpers read TMPDIR)."""
+    from dashboard.ingest.child_temp import child_temp_dir
+
+    temp = child_temp_dir(data_dir, os.getpid())
+    try:
+        temp.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a full disk: the ingest will say so where it writes; temporary files stay where they were
+        return temp
+    os.environ["TMPDIR"] = os.environ["POLARS_TEMP_DIR"] = str(temp)
+    tempfile.tempdir = None  # read TMPDIR again
+    return temp
+
+
+def _run(spec: dict[str, Any], channel: TextIO) -> None:
     if spec.get("backstop_seconds"):
         # Default action (terminate) even inside C code that never returns to Python.
         signal.alarm(int(spec["backstop_seconds"]))
@@ -51,7 +84,7 @@ def main() -> None:
         channel.flush()
     except BrokenPipeError:
         pass  # the parent is gone already: finish the job alone (below)
-    outcome = _ingest(store, spec, progress)
+    outcome = _ingest(store, spec, progress, channel)
     if isinstance(progress, StderrProgress):
         progress.done()
     if job and os.getppid() != spec.get("parent_pid"):
@@ -65,21 +98,34 @@ def main() -> None:
         sys.stdin.read()
 
 
-def _ingest(store: Any, spec: dict[str, Any], progress: Any) -> dict[str, Any]:
+def _ingest(store: Any, spec: dict[str, Any], progress: Any, channel: TextIO) -> dict[str, Any]:
     from dashboard.collectors.base import IngestError
+    from dashboard.ingest.input_size import ExpansionLimit, measured_bytes
+    from dashboard.ingest.jobs import disk_full_in, write_problem
     from dashboard.ingest.pipeline import ingest_paths
 
+    paths = [Path(p) for p in spec["paths"]]
     try:
-        return {"run_id": ingest_paths(store, [Path(p) for p in spec["paths"]], name=spec.get("name"),
-                                       progress=progress)}
-    except IngestError as exc:
-        _log(spec)
-        return {"path": exc.path, "problem": exc.problem, "message": str(exc)}
+        if spec.get("expansion") is not None:
+            # What the parse will read, counted (gzip decompressed as a stream, capped): the parent scales
+            # the budget to it. A bomb stops here, before anything parses it or writes it out.
+            size = measured_bytes(paths, ExpansionLimit(**spec["expansion"]))
+            with contextlib.suppress(BrokenPipeError, OSError):
+                channel.write(f"size {size}\n")
+                channel.flush()
+        return {"run_id": ingest_paths(store, paths, name=spec.get("name"), progress=progress)}
     except KeyboardInterrupt:
         return {"interrupted": True}
-    except Exception as exc:  # a parser bug: named and reported, never lost
+    except Exception as exc:
         _log(spec)
-        return {"kind": type(exc).__name__, "error": str(exc)}
+        full = disk_full_in(exc)
+        if full is not None:  # whatever was writing (the run's tables, its copy, a temporary file): say so
+            names = ", ".join(str(path) for path in paths)
+            problem = write_problem(full, "the run (its tables and its copy of the inputs)")
+            return {"path": names, "problem": problem, "message": f"{names}: {problem}"}
+        if isinstance(exc, IngestError):
+            return {"path": exc.path, "problem": exc.problem, "message": str(exc)}
+        return {"kind": type(exc).__name__, "error": str(exc)}  # a parser bug: named and reported, never lost
 
 
 def _log(spec: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ A failed upload stays there until a user retries or deletes it from the runs pag
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -31,7 +32,8 @@ from typing import Any
 
 from dashboard.collectors.base import ProgressFn
 from dashboard.collectors.failures import ingest_failure
-from dashboard.ingest.budget import Budget, run_in_child, scaled_budget
+from dashboard.ingest.budget import Budget, BudgetScale, input_megabytes, run_in_child
+from dashboard.ingest.input_size import ExpansionLimit
 from dashboard.ingest.progress import PhaseLog
 from dashboard.settings import Settings
 from dashboard.store import RunStore
@@ -42,7 +44,34 @@ _log = logging.getLogger(__name__)
 _JOB_ID_CHARS = set("0123456789abcdef")
 # An empty upload folder younger than this may be one another worker is about to fill.
 EMPTY_UPLOAD_GRACE_SECONDS = 600.0
+# An upload still being received (`uploads/<id>.receiving/`, see uploads.py) that got no byte for this
+# long was abandoned (the browser closed between its requests): it is removed.
+ABANDONED_SECONDS = 3600.0
+RECEIVING_SUFFIX = ".receiving"
 _DISCARDING = ".deleting-"
+
+
+class JobNotStarted(RuntimeError):
+    """The job could not be recorded (a full disk): the message says so in one line; the upload is kept."""
+
+
+def write_problem(exc: OSError, what: str) -> str:
+    """A failed write in words (never the server's path): "no space left on the server while writing …"."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"no space left on the server while writing {what}; nothing half-written was kept"
+    return f"the server could not write {what} ({exc.strerror or 'write error'}); nothing half-written was kept"
+
+
+def disk_full_in(exc: BaseException) -> OSError | None:
+    """The out-of-space error behind `exc` (itself, or what it was raised from), if there is one."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _is_job_id(text: object) -> bool:
@@ -57,12 +86,16 @@ class IngestJobs:
         self.uploads_dir = store.data_dir / "uploads"
 
     def budget_for(self, files: list[Path]) -> Budget:
-        """The time and memory an ingest of `files` may use (settings.py: DASHBOARD_INGEST_*)."""
+        """The time, memory and temporary disk an ingest of `files` may use (settings.py: DASHBOARD_INGEST_*):
+        scaled to the files as stored, and again by the child to what it measured it will read."""
         s = self.settings
-        return scaled_budget(files, fixed_seconds=s.ingest_max_seconds, fixed_memory_mb=s.ingest_max_memory_mb,
-                             seconds_base=s.ingest_seconds_base, seconds_per_mb=s.ingest_seconds_per_mb,
-                             memory_mb_base=s.ingest_memory_mb_base, memory_mb_per_mb=s.ingest_memory_mb_per_mb,
-                             seconds_hint="DASHBOARD_INGEST_MAX_SECONDS", memory_hint="DASHBOARD_INGEST_MAX_MEMORY_MB")
+        scale = BudgetScale(
+            s.ingest_seconds_base, s.ingest_seconds_per_mb, s.ingest_memory_mb_base, s.ingest_memory_mb_per_mb,
+            s.ingest_disk_mb_base, s.ingest_disk_mb_per_mb, fixed_seconds=s.ingest_max_seconds,
+            fixed_memory_mb=s.ingest_max_memory_mb, fixed_disk_mb=s.ingest_max_disk_mb,
+            seconds_hint="DASHBOARD_INGEST_MAX_SECONDS", memory_hint="DASHBOARD_INGEST_MAX_MEMORY_MB",
+            disk_hint="DASHBOARD_INGEST_MAX_DISK_MB", expansion=ExpansionLimit(ratio=s.ingest_max_expansion))
+        return scale.for_megabytes(input_megabytes(files))
 
     def new_upload_folder(self) -> Path:
         """A fresh folder for one upload's files."""
@@ -78,8 +111,12 @@ class IngestJobs:
     def _write(self, job_id: str, status: dict[str, Any]) -> None:
         path = self._status_path(job_id)
         temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-        temporary.write_text(json.dumps(status), encoding="utf-8")
-        os.replace(temporary, path)
+        try:
+            temporary.write_text(json.dumps(status), encoding="utf-8")
+            os.replace(temporary, path)
+        except BaseException:  # a full disk: no empty or half-written status file is left behind
+            temporary.unlink(missing_ok=True)
+            raise
 
     def status(self, job_id: str) -> dict[str, Any]:
         """The job's state: running (fraction, message), done (run_id) or error (error)."""
@@ -131,7 +168,12 @@ class IngestJobs:
         job_id = uuid.uuid4().hex
         files = sorted(p for p in upload_folder.iterdir() if p.is_file() and not p.is_symlink())
         job = {"job_id": job_id, "upload": str(upload_folder), "files": [p.name for p in files], "name": name}
-        self._write(job_id, self._running(upload_folder, job["files"], 0.0, "queued", name))
+        try:
+            self._write(job_id, self._running(upload_folder, job["files"], 0.0, "queued", name))
+        except OSError as exc:
+            # Not even the job's status fits: the files stay, listed under failed uploads (Retry / Delete).
+            self._keep_failed_upload(upload_folder, job_id)
+            raise JobNotStarted(f"{', '.join(job['files'])}: {write_problem(exc, 'the ingest job')}") from None
         thread = threading.Thread(target=self._run, args=(job, files), name=f"ingest-{job_id[:8]}", daemon=True)
         thread.start()
         return job_id
@@ -203,6 +245,11 @@ class IngestJobs:
             try:
                 if folder.is_symlink() or not folder.is_dir() or folder == self._failed_dir():
                     continue
+                if folder.name.endswith(RECEIVING_SUFFIX):
+                    if now - _newest_change(folder) > ABANDONED_SECONDS:
+                        shutil.rmtree(folder)
+                        removed += 1
+                    continue
                 if now - folder.stat().st_mtime > older_than_s:
                     if folder.name.startswith(_DISCARDING):  # a confirmed delete that was cut short
                         shutil.rmtree(folder)
@@ -269,6 +316,17 @@ class IngestJobs:
         if upload_folder.is_dir():
             os.replace(upload_folder, failed)
         return failed
+
+
+def _newest_change(folder: Path) -> float:
+    """The latest modification of a folder or a file in it (a file being written changes every second)."""
+    newest = folder.stat().st_mtime
+    for entry in os.scandir(folder):
+        try:
+            newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+        except OSError:
+            continue
+    return newest
 
 
 def throttled_status(jobs: IngestJobs, job: dict[str, Any]) -> ProgressFn:

@@ -17,6 +17,7 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 
+from dashboard.ingest.jobs import JobNotStarted
 from dashboard.layouts.server_state import current_jobs
 
 HIDDEN = {"display": "none"}
@@ -101,6 +102,8 @@ def retry_upload(_clicks: int | None, job_id: str | None) -> tuple[Any, ...]:
         new_job = current_jobs().retry(job_id)
     except (KeyError, FileNotFoundError):
         return "That upload is gone (retried or deleted meanwhile).", failed_upload_options(), *(dash.no_update,) * 4
+    except JobNotStarted as exc:  # a full disk: still listed, to retry once there is room
+        return str(exc), failed_upload_options(), *(dash.no_update,) * 4
     return ("", failed_upload_options(), new_job, False, html.Span("Ingesting the kept files again…",
                                                                    className="text-muted"), {"display": "flex"})
 

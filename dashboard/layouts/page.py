@@ -13,7 +13,7 @@ from dash import dcc, html
 from dashboard.layouts.run_warnings import run_warnings
 from dashboard.layouts.server_state import current_store
 from dashboard.schema import EVIDENCE_LABELS
-from dashboard.store import Run, RunNotFound
+from dashboard.store import Run, RunDamaged, RunNotFound
 
 HOW_TO_GET: dict[str, list[Any]] = {
     "kernels": [
@@ -93,6 +93,15 @@ def missing_notice(message: str, evidence: str, page_path: str) -> html.Div:
     return html.Div(dbc.Alert(items, color="info", className="mt-3"), className="missing-evidence")
 
 
+def unopened_notice(run_id: str, error: RunNotFound, evidence: str, page_path: str) -> html.Div:
+    """What a page says for a run it cannot open: there is none by that name, or it is damaged (its line)."""
+    if isinstance(error, RunDamaged):
+        notice = missing_notice(f"Run “{run_id}” is damaged: {error.reason}.", evidence, page_path)
+        notice.className = "missing-evidence run-damaged"
+        return notice
+    return missing_notice(f"There is no run named “{run_id}”.", evidence, page_path)
+
+
 def resolve_run(run_id: str | None, evidence: str, page_path: str) -> tuple[Run | None, html.Div | None]:
     """The run a page shows: the one in the URL, else the newest run with the page's evidence.
 
@@ -103,8 +112,8 @@ def resolve_run(run_id: str | None, evidence: str, page_path: str) -> tuple[Run 
     if run_id:
         try:
             run = store.open(run_id)
-        except RunNotFound:
-            return None, missing_notice(f"There is no run named “{run_id}”.", evidence, page_path)
+        except RunNotFound as exc:
+            return None, unopened_notice(run_id, exc, evidence, page_path)
         if not run.has_evidence(evidence):
             return None, missing_notice(f"Run “{run_id}” has no {label}.", evidence, page_path)
         return run, None

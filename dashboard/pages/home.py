@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +33,19 @@ EVIDENCE_PAGES = {
     "planner": ("/planner", "Planner"),
     "compiler": ("/compiler", "Compiler"),
 }
-_UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
 def runs_rows() -> list[dict[str, Any]]:
-    rows = []
-    for info in current_store().list_runs():
-        rows.append(_row(info))
-    return rows
+    infos = current_store().list_runs(include_damaged=True)  # damaged ones too: listed with what is wrong
+    return [_damaged_row(info) if info.damaged else _row(info) for info in infos]
+
+
+def _damaged_row(info: RunInfo) -> dict[str, Any]:
+    """A run that cannot be read: listed, with what is wrong, so it can be deleted (or restored from a backup)."""
+    return {"id": info.id, "name": info.name, "open": f"⚠ damaged: {info.damaged}", "download": "–",
+            "evidence": "damaged", "sources": "", "created": info.created.replace("T", " ") or "?", "rows": 0,
+            "size": "", "size_bytes": 0, "parse_s": None, "warnings": 1, "warnings_text": info.damaged,
+            "damaged": info.damaged}
 
 
 def _row(info: RunInfo) -> dict[str, Any]:
@@ -71,7 +73,8 @@ def _row(info: RunInfo) -> dict[str, Any]:
 COLUMNS = [
     {"field": "id", "headerName": "Run", "minWidth": 200, "pinned": "left"},
     {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 150,
-     "cellRendererParams": {"linkTarget": "_self"}},
+     "cellRendererParams": {"linkTarget": "_self"}, "tooltipField": "damaged",
+     "cellClassRules": {"run-damaged": "params.data.damaged"}},
     {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 155,
      "cellRendererParams": {"linkTarget": "_self"}},
     {"field": "evidence", "headerName": "Evidence", "minWidth": 165, "tooltipField": "evidence"},
@@ -92,18 +95,22 @@ def _upload_card() -> dbc.Card:
         dbc.CardBody(
             [
                 html.H5("Add a run", className="card-title"),
-                dcc.Upload(
-                    id="upload",
-                    multiple=True,
-                    max_size=current_settings().max_upload_mb * 1024 * 1024,
-                    children=html.Div([
+                # Files go to the server by assets/upload.js, streamed to disk by ingest/uploads.py (never
+                # base64 inside a callback, which held the file eight times over in the worker).
+                html.Div(
+                    [
                         html.Strong("Drop files here or click to choose"),
                         html.Div("PyTorch-profiler traces (.json/.json.gz, several ranks at once), Nsight "
                                  "Systems .sqlite exports, allocator snapshots (.pickle), Tenstorrent memory logs "
                                  "and JSON, Triton dumps and tritonparse traces, warp-specialization DOT dumps; "
                                  "or a .tar.gz / .zip of them", className="small text-muted"),
-                    ]),
+                    ],
+                    id="upload",
                     className="upload-zone",
+                    role="button",
+                    tabIndex="0",
+                    **{"data-max-bytes": str(current_settings().max_upload_mb * 1024 * 1024),
+                       "aria-label": "Upload files: drop them here or press to choose"},
                 ),
                 dbc.InputGroup(
                     [dbc.InputGroupText("Run name"),
@@ -156,48 +163,6 @@ def layout(**_query: Any) -> html.Div:
             dcc.Interval(id="ingest-poll", interval=400, disabled=True),
         ]
     )
-
-
-def _safe_file_name(name: str, index: int) -> str:
-    cleaned = _UNSAFE_FILE_CHARS.sub("_", Path(name or "").name).strip("._")
-    return cleaned or f"upload-{index}"
-
-
-def _decode(content: str) -> bytes:
-    _, _, payload = content.partition(",")
-    return base64.b64decode(payload, validate=False)
-
-
-@callback(
-    Output("ingest-job", "data"),
-    Output("ingest-poll", "disabled"),
-    Output("ingest-message", "children"),
-    Output("ingest-progress", "style"),
-    Input("upload", "contents"),
-    State("upload", "filename"),
-    State("run-name", "value"),
-    prevent_initial_call=True,
-)
-def start_ingest(contents: list[str] | None, filenames: list[str] | None, name: str | None) -> tuple[Any, ...]:
-    if not contents:
-        return dash.no_update, True, dbc.Alert(
-            "The browser sent no file (is it larger than the upload limit of "
-            f"{current_settings().max_upload_mb} MiB?)", color="warning"), {"display": "none"}
-    jobs = current_jobs()
-    folder = jobs.new_upload_folder()
-    for index, (content, filename) in enumerate(zip(contents, filenames or [], strict=False)):
-        target = folder / _safe_file_name(filename, index)
-        if target.exists():
-            target = folder / f"{index}-{target.name}"
-        try:
-            target.write_bytes(_decode(content))
-        except (binascii.Error, ValueError):
-            jobs.discard_upload(folder)  # unreadable bytes: nothing to keep for a retry
-            return dash.no_update, True, dbc.Alert(f"{filename}: the upload arrived damaged; try again",
-                                                   color="danger"), {"display": "none"}
-    job_id = jobs.start(folder, name=name.strip() if name else None)
-    files = ", ".join(filenames or [])
-    return job_id, False, html.Span(f"Ingesting {files}…", className="text-muted"), {"display": "flex"}
 
 
 @callback(

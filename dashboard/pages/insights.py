@@ -20,7 +20,7 @@ from dashboard.analysis.finding import HIGH_SHARE, MEDIUM_SHARE, Finding
 from dashboard.analysis.idle_causes import CAUSE_DEFINITION
 from dashboard.analysis.insights import Insights
 from dashboard.analysis.units import format_ns
-from dashboard.layouts.page import chart, missing_notice, page_header, resolve_run
+from dashboard.layouts.page import chart, page_header, resolve_run, unopened_notice
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run, RunNotFound
@@ -53,8 +53,8 @@ def _open_run(run_id: str | None) -> tuple[Run | None, html.Div | None]:
         return run, notice
     try:
         return current_store().open(run_id), None
-    except RunNotFound:
-        return None, missing_notice(f"There is no run named “{run_id}”.", EVIDENCE, PATH)
+    except RunNotFound as exc:
+        return None, unopened_notice(run_id, exc, EVIDENCE, PATH)
 
 
 def at_stake_text(finding: Finding) -> str:

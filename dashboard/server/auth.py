@@ -51,7 +51,8 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 log = logging.getLogger("dashboard.server.auth")
 
-# Paths that answer without a login: a load balancer's health check.
+# Paths that answer without a login: a load balancer's health check (without a query: `?verbose`
+# tells the worker's memory and needs the login).
 OPEN_PATHS = frozenset({"/health"})
 REALM = "dashboard"
 _HASH_METHODS = ("scrypt:", "pbkdf2:")
@@ -206,7 +207,7 @@ def install_login(server: Flask, users_file: Path | None, users_env: str = "") -
     by_client, by_user = FailedLogins(), FailedLogins()
 
     def require_login() -> Response | None:
-        if request.path in OPEN_PATHS:
+        if request.path in OPEN_PATHS and not request.query_string:  # `/health?verbose` says more: a login
             return None
         credentials = request.authorization  # None for a missing or malformed header
         if (credentials is None or credentials.type != "basic" or credentials.username is None

@@ -5,9 +5,10 @@
   AG Grid work: scripts only from this server plus the sha256 hashes of
   Dash's own inline scripts (the clientside callbacks and the renderer
   bootstrap), so an injected inline script does not run.
-- An upload over the limit (Flask's MAX_CONTENT_LENGTH) answers 413 with
-  "upload too large: N MiB > limit M MiB" as JSON for Dash's requests and as
-  text elsewhere.
+- A request over its limit answers 413 with "upload too large: N MiB > limit
+  M MiB" as JSON for Dash's requests and as text elsewhere. Bodies held in
+  memory (callbacks) have a small limit (Flask's MAX_CONTENT_LENGTH); an
+  upload's files are streamed to disk by their own route with the upload limit.
   A body sent without a length (chunked) is counted as it arrives and gets
   the same 413 once it passes the limit.
 - A run's downloads (`/runs/...`) are `Cache-Control: no-store`: a user's
@@ -25,6 +26,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 from collections.abc import Callable
@@ -39,6 +41,9 @@ from werkzeug.serving import WSGIRequestHandler
 MIB = 1024 * 1024
 log = logging.getLogger("dashboard.security")
 DOWNLOADS_PREFIX = "/runs/"
+# PUT requests under here stream their body to disk themselves, with the upload limit (ingest/uploads.py);
+# every other request's body is held in memory and limited by MAX_CONTENT_LENGTH (a callback's state).
+STREAMED_BODY_PREFIX = "/uploads/"
 SERVER_NAME = "dashboard"
 # A chunked body is kept in memory up to this size, beyond it in a temporary file.
 _SPOOL_BYTES = 16 * MIB
@@ -136,6 +141,9 @@ def install_security(app: WebApp) -> None:
     def refuse_declared_oversize() -> None:
         # Flask enforces the limit only when a view reads the body; checking the
         # declared length up front gives every route the same answer, unread.
+        # A route that streams its body itself (an upload's file) checks its own, larger limit.
+        if request.method == "PUT" and request.path.startswith(STREAMED_BODY_PREFIX):
+            return
         limit = server.config.get("MAX_CONTENT_LENGTH")
         if limit and request.content_length and request.content_length > limit:
             raise RequestEntityTooLarge()
@@ -228,30 +236,80 @@ def _is_dependency(item: object) -> bool:
             and isinstance(item.get("id"), str | dict))
 
 
-def _dependencies_problem(items: object, key: str) -> str:
-    if not isinstance(items, list):
-        return f"'{key}' is not a list"
-    for item in items:
-        # A pattern-matching dependency (ALL) is a list of the components it matched.
-        if not (_is_dependency(item) or (isinstance(item, list) and all(map(_is_dependency, item)))):
-            return f"'{key}' holds something that is not an {{id, property}}"
+_WILDCARDS = (["ALL"], ["MATCH"], ["ALLSMALLER"])
+
+
+def _declared(component: str) -> str | dict[str, Any]:
+    """A declared dependency id: a plain id, or a pattern-matching one (its JSON)."""
+    if component.startswith("{"):
+        try:
+            parsed = json.loads(component)
+        except ValueError:
+            return component
+        if isinstance(parsed, dict):
+            return parsed
+    return component
+
+
+def _fits(item: object, declared_id: str | dict[str, Any], declared_property: str) -> bool:
+    """Whether one sent dependency is the declared one (a pattern: a component its pattern matches)."""
+    if not _is_dependency(item):
+        return False
+    assert isinstance(item, dict)
+    if item["property"].split("@")[0] != declared_property.split("@")[0]:
+        return False
+    if isinstance(declared_id, str):
+        return item["id"] == declared_id
+    sent = item["id"]
+    return isinstance(sent, dict) and set(sent) == set(declared_id) and all(
+        value in _WILDCARDS or sent[key] == value for key, value in declared_id.items())
+
+
+def _slot_problem(sent: object, declared: dict[str, Any] | tuple[str, str], key: str) -> str:
+    component, prop = (declared["id"], declared["property"]) if isinstance(declared, dict) else declared
+    declared_id = _declared(component)
+    if isinstance(declared_id, dict) and any(value in (["ALL"], ["ALLSMALLER"]) for value in declared_id.values()):
+        # Matches any number of components: the renderer sends their list.
+        if isinstance(sent, list) and all(_fits(item, declared_id, prop) for item in sent):
+            return ""
+        return f"'{key}' does not match the callback's pattern {component}.{prop}"
+    if not _fits(sent, declared_id, prop):
+        return f"'{key}' is not {component}.{prop} as the callback declares"
     return ""
 
 
+def _output_parts(output: str) -> list[tuple[str, str]]:
+    parts = output[2:-2].split("...") if output.startswith("..") and output.endswith("..") else [output]
+    return [(part.rsplit(".", 1)[0], part.rsplit(".", 1)[1]) for part in parts if "." in part]
+
+
 def callback_request_problem(body: object, callback_map: dict[str, Any]) -> str:
-    """What is wrong with a /_dash-update-component body, or '' when it names a callback in Dash's shape."""
+    """What is wrong with a /_dash-update-component body, or '' when it names a callback of this app and
+    sends exactly the outputs, inputs and states it declares (patterns: components they match)."""
     if not isinstance(body, dict):
         return "the body is not a JSON object"
     output = body.get("output")
     if not isinstance(output, str) or output not in callback_map:
         return "'output' names no callback of this app"
-    outputs = body.get("outputs")
-    if not (_is_dependency(outputs) or not _dependencies_problem(outputs, "outputs")):
-        return "'outputs' is not an {id, property} or a list of them"
-    for key in ("inputs", "state"):
-        problem = _dependencies_problem(body.get(key, []), key)
+    declared = callback_map[output]
+    outputs, parts = body.get("outputs"), _output_parts(output)
+    if output.startswith(".."):
+        if not isinstance(outputs, list) or len(outputs) != len(parts):
+            return f"'outputs' is not the callback's {len(parts)} outputs"
+    else:
+        outputs = [outputs]
+    for index, (sent, part) in enumerate(zip(outputs, parts, strict=False)):
+        problem = _slot_problem(sent, part, f"outputs[{index}]")
         if problem:
             return problem
+    for key in ("inputs", "state"):
+        sent_items, wanted = body.get(key, []), declared.get(key, [])
+        if not isinstance(sent_items, list) or len(sent_items) != len(wanted):
+            return f"'{key}' is not the callback's {len(wanted)} {key}"
+        for index, (sent, want) in enumerate(zip(sent_items, wanted, strict=True)):
+            problem = _slot_problem(sent, want, f"{key}[{index}]")
+            if problem:
+                return problem
     changed = body.get("changedPropIds", [])
     if not isinstance(changed, list) or not all(isinstance(prop, str) for prop in changed):
         return "'changedPropIds' is not a list of names"

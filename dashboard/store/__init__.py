@@ -1,5 +1,6 @@
 """Runs on disk: open, list, publish and delete them (`runs.py`), write their files (`files.py`), and tell
-whose a piece of work in progress is (`owners.py`). The store parses nothing: `dashboard.ingest` does."""
+whose a piece of work in progress is (`owners.py`), and check a run as it is opened (`checks.py`).
+The store parses nothing: `dashboard.ingest` does."""
 
 from dashboard.store.runs import (
     OWNER_SUFFIX,
@@ -9,6 +10,7 @@ from dashboard.store.runs import (
     STAGING_DIR,
     SUMMARY_PREFIX,
     Run,
+    RunDamaged,
     RunInfo,
     RunNotFound,
     RunStore,
@@ -16,4 +18,4 @@ from dashboard.store.runs import (
 )
 
 __all__ = ["OWNER_SUFFIX", "PARTITION_GLOB", "RUN_FILE", "SOURCE_DIR", "STAGING_DIR", "SUMMARY_PREFIX", "Run",
-           "RunInfo", "RunNotFound", "RunStore", "safe_name"]
+           "RunDamaged", "RunInfo", "RunNotFound", "RunStore", "safe_name"]

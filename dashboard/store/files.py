@@ -12,6 +12,7 @@ each as soon as the collector hands it over when it streams its tables
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from collections.abc import Sequence
@@ -38,7 +39,14 @@ def write_table(path: Path, table: str, frame: pl.DataFrame) -> int:
     # than sorting every column again (~0.2 s for a 260 MB trace's tables).
     if "start_ns" in conformed.columns and not conformed.get_column("start_ns").is_sorted(nulls_last=True):
         conformed = conformed.sort("start_ns", nulls_last=True)
-    conformed.write_parquet(path, **PARQUET_OPTIONS)
+    try:
+        conformed.write_parquet(path, **PARQUET_OPTIONS)
+    except pl.exceptions.PolarsError as exc:
+        # polars words a failed write (a full disk) as a ComputeError with the OS error in its text and
+        # no errno: made the OSError it is, so that callers say "no space left" rather than "bad values".
+        if "os error 28" in str(exc) or "No space left" in str(exc):
+            raise OSError(errno.ENOSPC, "No space left on device", path.name) from exc
+        raise
     return conformed.height
 
 

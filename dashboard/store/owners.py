@@ -47,5 +47,10 @@ def read_owner(marker: Path) -> dict[str, Any] | None:
 
 
 def write_owner(marker: Path) -> None:
-    """Record this process as the owner of the work `marker` sits beside."""
-    marker.write_text(json.dumps(current_owner()), encoding="utf-8")
+    """Record this process as the owner of the work `marker` sits beside (no half-written marker is left
+    when the write fails: a full disk)."""
+    try:
+        marker.write_text(json.dumps(current_owner()), encoding="utf-8")
+    except BaseException:
+        marker.unlink(missing_ok=True)
+        raise

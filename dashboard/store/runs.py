@@ -14,6 +14,7 @@ and the demo publish tables they built with `RunStore.write`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import shutil
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -31,7 +32,9 @@ from typing import Any
 import polars as pl
 
 from dashboard import schema
+from dashboard.store.checks import read_run_json, tables_problem
 from dashboard.store.files import copy_sources, write_tables
+from dashboard.store.memory import CACHE
 from dashboard.store.owners import owner_is_gone, read_owner, write_owner
 
 RUN_FILE = "run.json"
@@ -55,6 +58,21 @@ class RunNotFound(KeyError):
         return f"no run named {self.args[0]!r}"
 
 
+class RunDamaged(RunNotFound):
+    """The run exists but cannot be read (`store.checks`): args are (run id, what is wrong, in one line).
+
+    A RunNotFound too, so that every place that copes with a missing run copes with a damaged one; the
+    places that can say more (pages, downloads: HTTP 409) say its line.
+    """
+
+    @property
+    def reason(self) -> str:
+        return str(self.args[1]) if len(self.args) > 1 else "damaged"
+
+    def __str__(self) -> str:
+        return f"run {self.args[0]} is damaged: {self.reason}"
+
+
 @dataclass(frozen=True)
 class RunInfo:
     """What run.json says about a run, plus where it lives."""
@@ -72,6 +90,8 @@ class RunInfo:
     collectors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    # What is wrong with the run when it cannot be read (store.checks), in one line; None when whole.
+    damaged: str | None = None
 
     @property
     def total_rows(self) -> int:
@@ -97,11 +117,11 @@ class RunInfo:
 
 
 class Run:
-    """An opened run: its tables are scanned lazily and read at most once."""
+    """An opened run: its tables are scanned lazily; a table read whole is kept in the process's byte-
+    budgeted cache (`store.memory`), so it is read once while it is in use and let go when others are."""
 
     def __init__(self, info: RunInfo) -> None:
         self.info = info
-        self._frames: dict[str, pl.DataFrame] = {}
 
     @property
     def id(self) -> str:
@@ -129,15 +149,19 @@ class Run:
         path = self.info.path / f"{SUMMARY_PREFIX}{name}.parquet"
         if name not in self.info.metadata.get("summaries", []) or not path.is_file():
             return None
-        if (key := f"{SUMMARY_PREFIX}{name}") not in self._frames:  # read once per process, as frame()
-            self._frames[key] = pl.read_parquet(path)
-        return self._frames[key]
+        return self._kept(f"{SUMMARY_PREFIX}{name}", lambda: pl.read_parquet(path))
 
     def frame(self, table: str) -> pl.DataFrame:
-        """The whole table in memory, read once per process and reused."""
-        if table not in self._frames:
-            self._frames[table] = self.scan(table).collect()
-        return self._frames[table]
+        """The whole table in memory, read once and reused while the process's cache budget keeps it."""
+        return self._kept(table, lambda: self.scan(table).collect())
+
+    def _kept(self, table: str, read: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        key = ("table", self, table)
+        frame = CACHE.get(key)
+        if frame is None:
+            frame = read()
+            CACHE.put(key, frame, group="run tables", size=int(frame.estimated_size()) + 1024)
+        return frame
 
 
 def safe_name(name: str) -> str:
@@ -152,16 +176,32 @@ def _folder_size(folder: Path) -> int:
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    os.replace(temporary, path)
+    try:
+        temporary.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)  # a Run holds its run.json only: its tables live in the byte-budgeted cache
 def _open_cached(path: str, stamp: int) -> Run:
-    # `stamp` (run.json's mtime) is part of the key so a replaced run is reread.
-    run_path = Path(path)
-    data = json.loads((run_path / RUN_FILE).read_text(encoding="utf-8"))
-    return Run(RunInfo.from_json(run_path, data))
+    # `stamp` (run.json's mtime) is part of the key so a replaced run is reread (and checked again).
+    return Run(checked_info(Path(path)))
+
+
+def checked_info(run_path: Path) -> RunInfo:
+    """What run.json says, checked (schema, parquet footers): `damaged` names the first problem."""
+    data, problem = read_run_json(run_path / RUN_FILE)
+    if data is None or problem is not None:
+        return RunInfo(id=run_path.name, path=run_path, name=run_path.name, created="", sources=[], evidence=[],
+                       row_counts={}, parse_seconds=0.0, schema_version=0, size_bytes=0,
+                       damaged=problem or "run.json cannot be read")
+    info = RunInfo.from_json(run_path, data)
+    summaries = info.metadata.get("summaries", [])
+    damaged = tables_problem(run_path, info.row_counts, summaries if isinstance(summaries, list) else [],
+                             PARTITION_GLOB, SUMMARY_PREFIX)
+    return dataclasses.replace(info, damaged=damaged) if damaged else info
 
 
 class RunStore:
@@ -191,8 +231,9 @@ class RunStore:
             raise RunNotFound(run_id)
         return resolved
 
-    def list_runs(self) -> list[RunInfo]:
-        """Every complete run, newest first; unreadable run.json files are skipped."""
+    def list_runs(self, include_damaged: bool = False) -> list[RunInfo]:
+        """Every complete run, newest first. Damaged runs (`RunInfo.damaged`) only when asked for: the Runs
+        page lists them with their reason; comparisons, history and findings never see them."""
         if not self.runs_dir.is_dir():
             return []
         infos: list[RunInfo] = []
@@ -200,15 +241,27 @@ class RunStore:
             if entry.name.startswith(".") or not (entry / RUN_FILE).is_file():
                 continue
             try:
-                infos.append(self.open(entry.name).info)
+                info = self._opened(entry.name).info
             except (OSError, ValueError, RunNotFound):
                 continue
+            if include_damaged or info.damaged is None:
+                infos.append(info)
         return sorted(infos, key=lambda info: (info.created, info.id), reverse=True)
 
     def open(self, run_id: str) -> Run:
-        """Open a run (cached per process, refreshed if its run.json changes)."""
+        """Open a run (cached per process, refreshed if its run.json changes); RunDamaged if it cannot be read."""
+        run = self._opened(run_id)
+        if run.info.damaged is not None:
+            raise RunDamaged(run_id, run.info.damaged)
+        return run
+
+    def _opened(self, run_id: str) -> Run:
         path = self.run_path(run_id)
-        return _open_cached(str(path), (path / RUN_FILE).stat().st_mtime_ns)
+        try:
+            stamp = (path / RUN_FILE).stat().st_mtime_ns
+        except OSError:
+            raise RunNotFound(run_id) from None
+        return _open_cached(str(path), stamp)
 
     def exists(self, run_id: str) -> bool:
         try:
@@ -244,7 +297,11 @@ class RunStore:
         self.staging_dir.mkdir(parents=True, exist_ok=True)
         staging = self.staging_dir / f"{safe_name(name)}-{uuid.uuid4().hex}"
         write_owner(_owner_marker(staging))  # before the folder, so a cleaner never sees it without its owner
-        staging.mkdir()
+        try:
+            staging.mkdir()
+        except BaseException:  # a full disk: nothing of this staging folder is left behind, its marker neither
+            _owner_marker(staging).unlink(missing_ok=True)
+            raise
         return staging
 
     def drop_staging(self, staging: Path) -> None:
@@ -303,6 +360,9 @@ class RunStore:
         shutil.rmtree(trash, ignore_errors=True)
         _owner_marker(trash).unlink(missing_ok=True)
         _open_cached.cache_clear()
+        # What this process kept of it goes now, not when the budget gets round to it.
+        CACHE.discard_where(lambda key: not any(isinstance(part, Run) and part.info.path == path
+                                                for part in (key if isinstance(key, tuple) else ())))
 
     def remove_stale_staging(self, older_than_s: float = STALE_STAGING_SECONDS) -> int:
         """Delete staging folders left by ingests that died; returns how many.

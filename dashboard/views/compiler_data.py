@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,19 +59,54 @@ def python_source(run: Run, file: str) -> tuple[str, ...] | None:
 
     Never the path the log names on the server's disk: a log is user input, and a team server reads
     nothing outside its data folder. `compile-capture` and folder ingests keep the kernel source with
-    the run, so the page has it.
+    the run, so the page has it. The log's path is data, compared as text, never a glob or a pattern
+    (a `**` in it once made every compiler view fail): `kept_source_path` picks the copy.
     """
     if not file or not file.endswith(".py"):
         return None
-    name = Path(file).name
-    candidates = sorted((run.info.path / SOURCE_DIR).rglob(name)) if (run.info.path / SOURCE_DIR).is_dir() else []
-    for candidate in candidates:
+    candidate = kept_source_path(run.info.path / SOURCE_DIR, file)
+    if candidate is not None:
         try:
-            if candidate.is_file() and candidate.stat().st_size <= MAX_SOURCE_BYTES:
-                return tuple(candidate.read_text(errors="replace").split("\n"))
+            return tuple(candidate.read_text(errors="replace").split("\n"))
         except OSError:
-            continue
+            pass
     return _traced_python_source(run, file)
+
+
+# At most this many files of a run's source/ are looked at for one lookup (a source folder of a huge tree).
+MAX_SOURCE_FILES = 20_000
+
+
+def kept_source_path(source_dir: Path, file: str) -> Path | None:
+    """The regular file under `source_dir` whose relative path is the longest tail of `file`'s path
+    (by whole path components, compared as text), among those named exactly like `file`; ties go to the
+    first in sorted order. Links are not followed, files over MAX_SOURCE_BYTES are skipped."""
+    wanted = [part for part in file.replace("\\", "/").split("/") if part not in ("", ".")]
+    if not wanted or not source_dir.is_dir():
+        return None
+    best: tuple[int, str] | None = None
+    found: Path | None = None
+    seen = 0
+    for folder, folders, names in os.walk(source_dir, followlinks=False):
+        folders.sort()
+        seen += len(names)
+        if seen > MAX_SOURCE_FILES:
+            break
+        if wanted[-1] not in names:
+            continue
+        path = Path(folder) / wanted[-1]
+        relative = path.relative_to(source_dir).parts
+        common = 0
+        while common < min(len(relative), len(wanted)) and relative[-1 - common] == wanted[-1 - common]:
+            common += 1
+        try:
+            usable = path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_SOURCE_BYTES
+        except OSError:
+            usable = False
+        rank = (-common, "/".join(relative))
+        if usable and (best is None or rank < best):
+            best, found = rank, path
+    return found
 
 
 def _traced_python_source(run: Run, file: str) -> tuple[str, ...] | None:

@@ -117,7 +117,10 @@ def test_unknown_run_in_url_is_explained(page: Page, server) -> None:
 
 
 def _upload(page: Page, files: list[Path]) -> None:
-    page.locator("#upload input[type=file]").set_input_files([str(f) for f in files])
+    # The zone opens the browser's file chooser (assets/upload.js), as a person clicking it sees.
+    with page.expect_file_chooser() as chooser:
+        page.locator("#upload").click()
+    chooser.value.set_files([str(f) for f in files])
 
 
 def test_upload_ingests_with_progress_and_the_run_appears(page: Page, server, tmp_path: Path,
