@@ -22,6 +22,7 @@ from dashboard.figures.kernels import (
     figure_height,
     kernel_colours,
     selected_points,
+    tick_labels,
     wrap_name,
 )
 from dashboard.figures.log_axis import log_axis
@@ -89,6 +90,7 @@ def _change_bars(deltas: list[float], labels: list[str], rows: pl.DataFrame, cus
     """Horizontal bars of a change per row (ns), red where B takes longer, with a B / A column."""
     factor, unit = time_unit_for(max((abs(d) for d in deltas), default=0.0))
     ratios = [_ratio_text(r, p) for r, p in rows.select("ratio", "presence").rows()]
+    labels = tick_labels(labels)
     bars: dict[str, Any] = {
         "type": "bar", "orientation": "h", "showlegend": False, "name": what,
         "x": [d / factor for d in deltas], "y": labels,
@@ -98,7 +100,7 @@ def _change_bars(deltas: list[float], labels: list[str], rows: pl.DataFrame, cus
         "selectedpoints": selected, "unselected": {"marker": {"opacity": 0.3}},
     }
     return fast_figure([bars], {
-        "title": {"text": title}, "height": figure_height(len(labels)),
+        "title": {"text": title}, "height": figure_height(len(labels), any("<br>" in label for label in labels)),
         "margin": {"l": 10, "r": RATIO_COLUMN_PX, "t": 70, "b": 48}, "clickmode": "event", "dragmode": False,
         "bargap": 0.25, "annotations": _ratio_column(labels, ratios),
         "xaxis": {"title": {"text": f"{what} ({unit})"}, "zeroline": True, "zerolinewidth": 2},

@@ -32,7 +32,8 @@ def _culprit(row: dict[str, Any], suffix: str, run_id: str, rank: int) -> Any:
         return "–"
     text = (f"{row[f'culprit_{suffix}']} ({format_bytes(row[f'culprit_bytes_{suffix}'])})"
             if row[f"culprit_{suffix}"] else "at the peak")
-    href = view_href("/memory", run_id, rank=rank, device=row["device"], at=str(row[f"peak_time_ns_{suffix}"]))
+    href = view_href("/memory", run_id, rank=rank, device=row[f"device_{suffix}"],
+                     at=str(row[f"peak_time_ns_{suffix}"]))
     return dcc.Link(text, href=href, className=f"compare-cuda-culprit-{suffix}")
 
 
@@ -48,7 +49,9 @@ def cuda_memory_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
     table = small_table(header, rows, "compare-cuda-memory-peaks")
     return html.Div([
         html.H5("CUDA allocator memory", className="mb-2"),
-        html.Div(f"Rank {rank_a} of A against rank {rank_b} of B; devices matched by name.",
+        html.Div(f"Rank {rank_a} of A against rank {rank_b} of B; devices matched "
+                 + ("by index (no device name in common: one GPU per rank)." if any(
+                     "↔" in device for device in deltas.get_column("device").to_list()) else "by name."),
                  className="small mb-1"),
         html.Div(DEFINITION, className="small text-muted mb-2"),
         chart("compare-cuda-memory", cuda_memory_figure(run_a, run_b, a, b), "compare-cuda-memory"),
