@@ -11,6 +11,7 @@ from typing import Any
 import dash
 import dash_ag_grid as dag
 import dash_bootstrap_components as dbc
+import polars as pl
 from dash import Input, Output, State, callback, dcc, html
 
 from dashboard.analysis.units import format_bytes
@@ -24,31 +25,32 @@ from dashboard.layouts.server_state import current_jobs, current_settings, curre
 from dashboard.layouts.shell import RUNS_VERSION
 from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import RunInfo, RunNotFound
+from dashboard.views import run_pages
 
 dash.register_page(__name__, path="/", name="Runs", order=0, title="Runs · dashboard")
 register_callbacks()  # the failed-uploads section's callbacks, for this app
 
-# The first page that shows each kind of evidence, for the "open" links.
-EVIDENCE_PAGES = {
-    "kernels": ("/kernels", "Kernels"),
-    "layers": ("/layers", "Layers"),
-    "memory": ("/memory", "Memory"),
-    "planner": ("/planner", "Planner"),
-    "compiler": ("/compiler", "Compiler"),
-}
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
 def runs_rows() -> list[dict[str, Any]]:
+    store = current_store()
+    infos = store.list_runs()
+    counts = run_pages.name_counts(infos)
     rows = []
-    for info in current_store().list_runs():
-        rows.append(_row(info))
+    for info in infos:
+        try:
+            links = run_pages.run_links(store.open(info.id), counts)
+        except (OSError, RunNotFound, pl.exceptions.PolarsError):  # a run going away, or damaged: no links
+            links = []
+        rows.append(_row(info, links))
     return rows
 
 
-def _row(info: RunInfo) -> dict[str, Any]:
-    links = [f"[{label}]({page_href(path, info.id)})" for kind, (path, label) in EVIDENCE_PAGES.items()
-             if kind in info.evidence]
+def _row(info: RunInfo, pages: list[tuple[str, str, dict[str, str]]]) -> dict[str, Any]:
+    """A run's grid row; `pages`: (path, text, query) of each page with data for it, Insights first."""
+    links = [f"[{text}]({page_href(path, None if path == '/history' else info.id, **query)})"
+             for path, text, query in pages]
     return {
         "id": info.id,
         "name": info.name,
@@ -70,8 +72,8 @@ def _row(info: RunInfo) -> dict[str, Any]:
 # sizeToFit never squeezes a column under its header; the numbers stay whole ("3…" said nothing).
 COLUMNS = [
     {"field": "id", "headerName": "Run", "minWidth": 200, "pinned": "left"},
-    {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 150,
-     "cellRendererParams": {"linkTarget": "_self"}},
+    {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 230, "wrapText": True,
+     "autoHeight": True, "cellRendererParams": {"linkTarget": "_self"}, "cellClass": "runs-open-links"},
     {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 155,
      "cellRendererParams": {"linkTarget": "_self"}},
     {"field": "evidence", "headerName": "Evidence", "minWidth": 165, "tooltipField": "evidence"},
@@ -253,14 +255,13 @@ def _new_run_warnings(run_id: str) -> html.Details | None:
 
 
 def _best_page(run_id: str) -> str:
+    """Where a new run's link leads: the first page with data for it (Insights, what to fix first)."""
     try:
-        evidence = current_store().open(run_id).info.evidence
+        run = current_store().open(run_id)
     except RunNotFound:
         return "/"
-    for kind, (path, _label) in EVIDENCE_PAGES.items():
-        if kind in evidence:
-            return page_href(path, run_id)
-    return "/"
+    path = run_pages.run_links(run, {})[0][0]
+    return page_href(path, run_id)
 
 
 callback(Output("compare-runs", "href"), Output("compare-runs", "disabled"), Output("history-runs-link", "href"),

@@ -78,8 +78,10 @@ def differing_table(differing: pl.DataFrame, rank: int, rank_count: int) -> html
 def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     state = view.State.from_query(query, chosen)
     steps, shown = view.steps(chosen), state.shown_rank(chosen)
+    several = len(view.ranks(chosen)) > 1  # one rank: nothing to differ from, no median to stand against
+    hidden = {} if several else {"display": "none"}
     picker = dcc.Dropdown(id="ranks-rank", options=[{"label": f"rank {r}", "value": r} for r in view.ranks(chosen)],
-                          value=shown, clearable=False, style={"minWidth": "140px"})
+                          value=shown, clearable=False, style={"minWidth": "140px", **hidden})
     return html.Div([
         header,
         dcc.Store(id="ranks-run", data=chosen.id),
@@ -94,11 +96,11 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
                        height=heatmap_height(steps.get_column("rank").n_unique())), className="chart-card"),
         dbc.Row([
             dbc.Col([html.H5("Slowest ranks", className="mt-3"),
-                     html.Div(SLOW_DEFINITION + ".", className="small text-muted mb-1"),
+                     html.Div(SLOW_DEFINITION + ".", className="small text-muted mb-1", style=hidden),
                      slowest_table(view.slowest(chosen))], lg=5),
             dbc.Col([html.Div([html.H5("Kernels that differ from the typical rank", className="mt-3 me-3"),
                                picker], className="d-flex align-items-center flex-wrap"),
-                     html.Div(TYPICAL_DEFINITION + ".", className="small text-muted mb-1"),
+                     html.Div(TYPICAL_DEFINITION + ".", className="small text-muted mb-1", style=hidden),
                      html.Div(differing_table(view.differing(chosen, state), shown, len(view.ranks(chosen)))
                               if shown is not None else None, id="ranks-differing")], lg=7),
         ]),
