@@ -20,6 +20,7 @@ from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.compare_compiler import compiler_body
 from dashboard.layouts.compare_sections import more_sections, planner_body
 from dashboard.layouts.controls import kernel_table, rank_control
+from dashboard.layouts.grid_csv import csv_download, register_grid_csv
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import PAGES_LOCATION, url_state_store
@@ -29,7 +30,7 @@ from dashboard.views import compare as view
 from dashboard.views import compare_sides as view_sides
 from dashboard.views import run_views
 from dashboard.views.compare_sides import CompareView, compare_view
-from dashboard.views.kernel_table import NUMBER_FORMAT
+from dashboard.views.kernel_table import NUMBER_FORMAT, csv_columns
 from dashboard.views.params import ALL_RANKS, parse_rank
 
 dash.register_page(__name__, path="/compare", name="Compare", order=7, title="Compare · dashboard")
@@ -199,7 +200,8 @@ def layout(run: str | None = None, **query: Any) -> html.Div:
                      className="chart-card"),
             html.Div([
                 html.Div([html.H6("Every kernel, largest change first", className="mb-0 me-3"),
-                          dbc.Button("Download CSV", id="compare-csv", size="sm", color="primary", outline=True)],
+                          dbc.Button("Download CSV", id="compare-csv", size="sm", color="primary", outline=True),
+                          csv_download("compare-csv-download")],
                          className="d-flex align-items-center mb-2"),
                 AfterCharts(kernel_table("compare-table", shown["rows"], shown["columns"], f"{chosen.id}-compare",
                                          selectable=False), min_height=420),
@@ -328,6 +330,4 @@ def pick_b(other: str | None, run_id: str) -> str:
     return "?" + urlencode({"run": run_id, "other": other})
 
 
-@callback(Output("compare-table", "exportDataAsCsv"), Input("compare-csv", "n_clicks"), prevent_initial_call=True)
-def export_compare_csv(_clicks: Any) -> bool:
-    return True
+register_grid_csv("compare-csv", "compare-table", "compare-csv-download", keys=csv_columns)

@@ -16,13 +16,14 @@ from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS, DTYPES
 from dashboard.figures.layers import layer_from_event
 from dashboard.layouts.controls import kernel_table, rank_control, window_chip
+from dashboard.layouts.grid_csv import csv_download, register_grid_csv
 from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
 from dashboard.views import layers as view
 from dashboard.views import run_views
-from dashboard.views.kernel_table import window_text
+from dashboard.views.kernel_table import csv_columns, window_text
 from dashboard.views.params import format_window
 
 dash.register_page(__name__, path="/layers", name="Layers", order=2, title="Layers · dashboard")
@@ -102,6 +103,7 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
                        className="me-2", disabled=selected is None),
             dbc.Button("Download CSV", id="layers-csv", size="sm", color="primary", outline=True,
                        disabled=selected is None),
+            csv_download("layers-csv-download"),
         ], className="d-flex align-items-center mb-2"),
         html.Div(detail_body(chosen.id, detail), id="layers-detail-body"),
     ], className="chart-card")
@@ -218,7 +220,5 @@ def _selected_store(state: view.State) -> list[str] | None:
     return list(state.selected) if state.selected else None
 
 
-@callback(Output({**view.DETAIL_TABLE, "part": ALL}, "exportDataAsCsv"), Input("layers-csv", "n_clicks"),
-          State({**view.DETAIL_TABLE, "part": ALL}, "id"), prevent_initial_call=True)
-def export_layer_kernels_csv(_clicks: Any, tables: list[Any]) -> list[bool]:
-    return [True] * len(tables)
+register_grid_csv("layers-csv", {**view.DETAIL_TABLE, "part": ALL}, "layers-csv-download", matched=True,
+                  keys=csv_columns)
