@@ -108,6 +108,7 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
         html.Div(detail_body(chosen.id, detail), id="layers-detail-body"),
     ], className="chart-card")
     no_flops = view.no_flops(boxes["layer-throughput"])
+    no_layers = view.no_layers(boxes["layer-runtime"])
     return html.Div([
         header,
         dcc.Store(id="layers-run", data=chosen.id),
@@ -116,13 +117,15 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
         url_state_store("layers", state.url_state()),
         controls,
         html.Div(note(view.note_texts(chosen, state)), id="layers-note", className="small text-muted mb-2"),
+        dbc.Alert(view.NO_BOXES, id="layers-no-layers", color="secondary", className="small",
+                  style={} if no_layers else HIDDEN),
         html.Div(chart("layers-runtime", boxes["layer-runtime"], f"{chosen.id}-layer-runtime"),
-                 className="chart-card"),
+                 id="layers-runtime-card", className="chart-card", style=HIDDEN if no_layers else {}),
         html.Div(chart("layers-throughput", boxes["layer-throughput"], f"{chosen.id}-layer-throughput"),
-                 id="layers-throughput-card", className="chart-card", style=HIDDEN if no_flops else {}),
+                 id="layers-throughput-card", className="chart-card", style=HIDDEN if no_flops or no_layers else {}),
         dbc.Alert(NO_THROUGHPUT_TEXT, id="layers-no-throughput", color="secondary", className="small",
-                  style={} if no_flops else HIDDEN),
-        detail_card,
+                  style={} if no_flops and not no_layers else HIDDEN),
+        html.Div(detail_card, id="layers-detail-card", style=HIDDEN if no_layers else {}),
     ], id="layers-page")
 
 
@@ -131,15 +134,25 @@ NO_THROUGHPUT_TEXT = ("No throughput chart: FLOPs are unknown for every layer in
                       "cannot be computed. The trace records no FLOP counts (PyTorch profiler: with_flops=True).")
 # The message stands in for the throughput chart whenever that chart has nothing to draw (rank or window
 # changes can bring FLOPs in or out): decided from the figure itself, in the browser.
+# Without a layer occurrence (a run with no module ranges and no layer-attributed kernel, or a rank or
+# window holding none) both cards and the detail give way to one line.
 clientside_callback(
     """
-    function(figure) {
-        const none = Boolean(figure && figure.layout && figure.layout.meta && figure.layout.meta.no_flops);
-        return [none ? {display: "none"} : {}, none ? {} : {display: "none"}];
+    function(runtime, throughput) {
+        const meta = function(figure) { return (figure && figure.layout && figure.layout.meta) || {}; };
+        const noLayers = Boolean(meta(runtime).no_layers);
+        const noFlops = Boolean(meta(throughput).no_flops);
+        const hidden = {display: "none"};
+        return [noLayers || noFlops ? hidden : {}, noFlops && !noLayers ? {} : hidden,
+                noLayers ? hidden : {}, noLayers ? {} : hidden, noLayers ? hidden : {}];
     }
     """,
     Output("layers-throughput-card", "style"),
     Output("layers-no-throughput", "style"),
+    Output("layers-runtime-card", "style"),
+    Output("layers-no-layers", "style"),
+    Output("layers-detail-card", "style"),
+    Input("layers-runtime", "figure"),
     Input("layers-throughput", "figure"),
     prevent_initial_call=True,
 )
