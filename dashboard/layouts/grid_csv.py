@@ -54,3 +54,8 @@ def register_grid_csv(button: Any, grid: Any, download: str, matched: bool = Fal
         fields = keys(column_defs or []) if keys is not None else params.get("columnKeys")
         content = grid_csv(shown if shown is not None else rows or [], csv_columns_of(column_defs or [], fields))
         return dcc.send_bytes(content, params.get("fileName") or "table.csv", type="text/csv")
+
+
+def csv_download(download: str) -> dcc.Download:
+    """Where a table's CSV arrives (register_grid_csv sends it here)."""
+    return dcc.Download(id=download)
