@@ -161,6 +161,11 @@ def layer_delta_figure(layers: pl.DataFrame, selected: tuple[str, str] | None, a
     """Per (layer, pass), in model order: change of the median runtime, B − A."""
     if layers.height == 0:
         return empty_figure("Neither side has layers (no module ranges or layer attribution)")
+    if not layers.filter(pl.col("presence") == BOTH).height:  # every bar would be 0: say why instead
+        only_a = layers.filter(pl.col("presence") == ONLY_A).height
+        only_b = layers.filter(pl.col("presence") == ONLY_B).height
+        return empty_figure(f"No layer and pass on both sides ({only_a} only in A, {only_b} only in B): "
+                            "no runtime to compare")
     deltas = [d if d is not None else 0.0 for d in layers.get_column("delta_ns").to_list()]
     pairs = layers.select("layer", "pass").rows()
     chosen = [i for i, pair in enumerate(pairs) if pair == selected] if selected is not None else None

@@ -175,7 +175,8 @@ def memory_plan_figure(plan: pl.DataFrame, totals: dict[str, int | None], title:
                             ("ttg.tensor_memory_size (columns)", totals.get("tmem"))) if value is not None)
     figure.update_layout(
         title=f"{title}<br><sup>{total_text}</sup>" if total_text else title, barmode="overlay",
-        height=max(220, 60 + 28 * plan.height), margin={"t": 70, "l": 260},
+        # Room above the plot for the title, its subtitle and the TMEM axis's ticks and title on top.
+        height=max(260, 140 + 28 * plan.height), margin={"t": 120, "l": 260},
         xaxis={"title": f"SMEM offset ({unit})", "rangemode": "tozero"},
         xaxis2={"title": "TMEM column", "overlaying": "x", "side": "top", "rangemode": "tozero", "showgrid": False},
         yaxis={"autorange": "reversed"},

@@ -35,7 +35,8 @@ SHARE_DEFINITION = "share of kernel time in this selection"
 def total_rank_sum(ranks: int) -> str:
     return f"total time, sum over {ranks} ranks"
 BAR_HEIGHT = 24
-TWO_LINE_BAR_HEIGHT = 34  # a kernel label broken over two lines (kernel_names.label_lines) needs the room
+TWO_LINE_BAR_HEIGHT = 40  # a kernel label broken over two lines (kernel_names.label_lines) needs the room
+BAR_CHART_MARGINS = 112  # title (two lines) and x axis of a bar chart, px
 # Plot area of the scatter at 1440 px (5 of 12 grid columns, 420 px tall), for fitting log-axis labels.
 SCATTER_WIDTH_PX, SCATTER_HEIGHT_PX = 440, 300
 _HOVER_WRAP = 90
@@ -88,7 +89,8 @@ def tick_labels(labels: list[str]) -> list[str]:
 
 
 def figure_height(rows: int, two_lines: bool = False) -> int:
-    return max(260, 90 + (TWO_LINE_BAR_HEIGHT if two_lines else BAR_HEIGHT) * rows)
+    """A bar chart's height: its margins and a row per bar, taller rows when a label takes two lines."""
+    return max(260, BAR_CHART_MARGINS + (TWO_LINE_BAR_HEIGHT if two_lines else BAR_HEIGHT) * rows)
 
 
 def _spread_traces(top: pl.DataFrame, factor: float) -> tuple[dict[str, Any], dict[str, Any]]:

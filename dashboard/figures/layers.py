@@ -105,8 +105,12 @@ def layer_box_figure(stats: pl.DataFrame, metric: str = "time", outliers: pl.Dat
         y_title, title = f"duration per occurrence ({unit})", "Runtime per layer occurrence"
     data = _box_traces(known, outliers, metric, factor)
     unknown = [layer for layer in layers if layer not in set(known.get_column("layer").to_list())]
-    annotations = [{"x": layer, "y": 0.02, "yref": "paper", "text": "FLOPs<br>unknown", "showarrow": False,
-                    "font": {"size": 10, "color": "#6c757d"}} for layer in unknown]
+    annotations: list[dict[str, Any]] = []
+    if unknown:  # one grey mark per layer without FLOPs, named in the legend (text per layer ran together)
+        data.append({"type": "scatter", "x": unknown, "y": [0] * len(unknown), "mode": "markers",
+                     "name": "FLOPs unknown", "marker": {"symbol": "x-thin-open", "size": 10, "color": "#868e96",
+                                                         "line": {"width": 2}},
+                     "hovertemplate": "%{x}: FLOPs unknown, no throughput<extra></extra>"})
     layout: dict[str, Any] = {
         "title": {"text": title}, "boxmode": "group", "height": 440, "clickmode": "event",
         "legend": {"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"},
