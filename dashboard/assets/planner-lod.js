@@ -5,6 +5,7 @@
 // (figures/planner_graph.py's stylesheet). The PNG exports hold the detail for their rendering.
 (function () {
     const DETAIL_ZOOM = 0.9;  // the full label's 9 px font reads at ~8 px and more
+    const SHORT_PX = 18, SCREEN_PX = 9, MAX_PX = 26;  // the short label's font: model px, on screen, at most
     const GRAPH_IDS = ["planner-graph"];
 
     function attach(container) {
@@ -15,10 +16,20 @@
         const apply = function () {
             pending = false;
             const detail = cy.zoom() >= DETAIL_ZOOM || Date.now() < (cy.__holdDetail || 0);
+            // The short label grows as the graph zooms out, so it stays ~9 px on screen (within limits).
+            const size = detail ? null : Math.round(Math.min(Math.max(SHORT_PX, SCREEN_PX / cy.zoom()), MAX_PX));
             const ops = cy.nodes(".op");
-            const wrong = ops.filter(function (node) { return node.hasClass("detail") !== detail; });
+            const wrong = ops.filter(function (node) {
+                return node.hasClass("detail") !== detail || node.__shortPx !== size;
+            });
             if (wrong.length) {
-                cy.batch(function () { detail ? wrong.addClass("detail") : wrong.removeClass("detail"); });
+                cy.batch(function () {
+                    wrong.forEach(function (node) {
+                        node.__shortPx = size;
+                        if (detail) { node.addClass("detail").removeStyle("font-size"); }
+                        else { node.removeClass("detail").style("font-size", size); }
+                    });
+                });
             }
         };
         const later = function () {
@@ -33,7 +44,7 @@
         const cy = container && container._cyreg && container._cyreg.cy;
         if (!cy) { return; }
         cy.__holdDetail = Date.now() + (ms || 4000);
-        cy.nodes(".op").addClass("detail");
+        cy.nodes(".op").forEach(function (node) { node.__shortPx = null; node.addClass("detail").removeStyle("font-size"); });
         window.setTimeout(function () { cy.emit("zoom"); }, (ms || 4000) + 50);
     };
 

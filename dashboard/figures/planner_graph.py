@@ -159,7 +159,7 @@ def _endpoint_classes(channels: pl.DataFrame) -> dict[str, str]:
 # Labels drawn smaller than this on screen (px) are not drawn at all: at fit zoom a 9 px label shrinks to
 # an unreadable smear; zooming in brings it back, and a tap names the op in the selection panel.
 MIN_LABEL_PX = 8
-SHORT_LABEL_PX = 18  # an op's short label: ~9 px on screen at the half zoom that fits four partitions
+SHORT_LABEL_PX = 18  # an op's short label (model px); assets/planner-lod.js grows it as the graph zooms out
 CHANNEL_GRAPH_STYLESHEET: list[dict[str, Any]] = [
     {"selector": "node.partition", "style": {
         "label": "data(label)", "text-valign": "top", "text-halign": "center", "font-size": 24,  # named at fit zoom
@@ -169,7 +169,7 @@ CHANNEL_GRAPH_STYLESHEET: list[dict[str, Any]] = [
     # the full one (`detail`) once zoomed in far enough to read it.
     {"selector": "node.op", "style": {
         "label": "data(short)", "shape": "round-rectangle", "width": 210, "height": 40,
-        "text-wrap": "ellipsis", "text-max-width": 204, "text-valign": "center", "font-size": SHORT_LABEL_PX,
+        "text-wrap": "wrap", "text-max-width": 204, "text-valign": "center", "font-size": SHORT_LABEL_PX,
         "font-weight": "bold", "background-color": "#ffffff", "border-width": 2, "border-color": "#212529",
         "min-zoomed-font-size": MIN_LABEL_PX}},
     {"selector": "node.op.detail", "style": {

@@ -71,16 +71,16 @@ def _row(info: RunInfo, pages: list[tuple[str, str, dict[str, str]]]) -> dict[st
 # Minimum widths add up to what a 1440 px window leaves the grid (~1375 px beside the tick column), so
 # sizeToFit never squeezes a column under its header; the numbers stay whole ("3…" said nothing).
 COLUMNS = [
-    {"field": "id", "headerName": "Run", "minWidth": 200, "pinned": "left"},
+    {"field": "id", "headerName": "Run", "minWidth": 185, "pinned": "left"},
     {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 230, "wrapText": True,
      "autoHeight": True, "cellRendererParams": {"linkTarget": "_self"}, "cellClass": "runs-open-links"},
-    {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 155,
+    {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 140,
      "cellRendererParams": {"linkTarget": "_self"}},
-    {"field": "evidence", "headerName": "Evidence", "minWidth": 165, "tooltipField": "evidence"},
+    {"field": "evidence", "headerName": "Evidence", "minWidth": 135, "tooltipField": "evidence"},
     # Beside the evidence it qualifies; the list itself is under the table and in the tooltip.
     {"field": "warnings", "headerName": "Warnings", "minWidth": 120, "tooltipField": "warnings_text",
      "valueFormatter": {"function": "params.value ? '⚠ ' + params.value : ''"}},
-    {"field": "sources", "headerName": "Sources", "minWidth": 135, "tooltipField": "sources"},
+    {"field": "sources", "headerName": "Sources", "minWidth": 115, "tooltipField": "sources"},
     {"field": "created", "headerName": "Created", "sort": "desc", "minWidth": 150},
     {"field": "rows", "headerName": "Rows", "type": "rightAligned", "minWidth": 95,
      "valueFormatter": {"function": "d3.format(',')(params.value)"}},
