@@ -7,12 +7,11 @@ from typing import Any
 from dash import dcc, html
 
 from dashboard.analysis.compare import Side
-from dashboard.analysis.compare_cuda_memory import run_peak_deltas
 from dashboard.analysis.finding import view_href
 from dashboard.analysis.units import format_bytes
 from dashboard.layouts.page import chart, small_table
 from dashboard.store import Run
-from dashboard.views.compare_sections import cuda_memory_figure
+from dashboard.views.compare_sections import cuda_memory_figure, cuda_peaks
 
 DEFINITION = ("Peak allocated: the highest bytes in live tensors; culprit: the op (snapshots: the Python frame) "
               "whose live allocations hold the most bytes at that peak. Peak reserved: the highest bytes the "
@@ -38,7 +37,7 @@ def _culprit(row: dict[str, Any], suffix: str, run_id: str, rank: int) -> Any:
 
 
 def cuda_memory_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
-    deltas, rank_a, rank_b = run_peak_deltas(run_a, run_b, a.rank, b.rank)
+    deltas, rank_a, rank_b = cuda_peaks(run_a, run_b, a.rank, b.rank)
     rows = [[row["device"], format_bytes(row["peak_allocated_a"]), format_bytes(row["peak_allocated_b"]),
              _delta(row["allocated_delta"], row["allocated_change"]), format_bytes(row["peak_reserved_a"]),
              format_bytes(row["peak_reserved_b"]), _delta(row["reserved_delta"], row["reserved_change"]),

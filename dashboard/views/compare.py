@@ -93,8 +93,9 @@ def summary_text(view: CompareView) -> str:
     return (f"Kernel time A: {format_ns(totals.total_a_ns)} in {totals.launches_a:,} launches · "
             f"B: {format_ns(totals.total_b_ns)} in {totals.launches_b:,} launches{moved} · "
             f"{totals.both} kernels on both sides, {totals.only_a} only in A, {totals.only_b} only in B"
-            + (f" ({view.renamed.height} of them matched as renamed: same demangled base name"
-               " [and template arguments]; see the table's match column)" if view.renamed.height else ""))
+            + (f" ({view.renamed.height} of them paired as one kernel renamed: same short name, and launch "
+               "signature where it tells them apart; the table's match and A-name columns show each pairing)"
+               if view.renamed.height else ""))
 
 
 def table_rows(view: CompareView) -> tuple[list[dict[str, Any]], str]:

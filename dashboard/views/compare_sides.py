@@ -17,6 +17,7 @@ from dashboard.analysis.compare import (
 from dashboard.analysis.compare_kernels import match_renamed, merge_renamed
 from dashboard.store import Run, RunNotFound, RunStore
 from dashboard.views import run_views
+from dashboard.views.cache import per_run
 
 # Evidence kinds compared, in the order the page and `dashboard compare` show them.
 SECTIONS = ("kernels", "layers", "memory", "cuda_memory", "planner", "compiler")
@@ -125,7 +126,12 @@ def _date(created: str) -> str:
 def compare_view(store: RunStore, a: Side, b: Side) -> CompareView:
     """Both sides summarised per kernel name (whole runs: the comparison ignores time windows)."""
     a_run = store.open(a.run_id)
-    b_run = a_run if b.run_id == a.run_id else store.open(b.run_id)
+    return _compare_view(a_run, a_run if b.run_id == a.run_id else store.open(b.run_id), a, b)
+
+
+@per_run(16)
+def _compare_view(a_run: Run, b_run: Run, a: Side, b: Side) -> CompareView:
+    """compare_view, cached per pair of runs and sides (the page, its callbacks and the export ask again)."""
     baseline = run_views.kernel_view(a_run, a.rank, None, "name").summary
     compared = run_views.kernel_view(b_run, b.rank, None, "name").summary
     comparison = kernel_comparison(baseline, compared)
