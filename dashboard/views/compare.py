@@ -60,6 +60,12 @@ def sides(store: RunStore, run: Run, state: State) -> tuple[Side, Side] | None:
     return choose_sides(store, run, state.rank, state.other, other_rank)
 
 
+def has_charts(run: Run) -> bool:
+    """Whether the page compares anything for this run by default (another rank, the previous run of its name,
+    its own compiles): else it asks for B and draws nothing."""
+    return choose_sides(RunStore.containing(run), run, None, None, None) is not None
+
+
 def both_have_kernels(store: RunStore, a: Side, b: Side) -> bool:
     return all(store.open(side.run_id).has_evidence("kernels") for side in (a, b))
 
