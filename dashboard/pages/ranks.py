@@ -88,12 +88,15 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
         dcc.Location(id="ranks-go", refresh=True),
         url_state_store("ranks", state.url_state()),
         html.Div([f"{counted(steps.get_column('rank').n_unique(), 'rank')} × "
-                  f"{counted(steps.get_column('step').n_unique(), 'step')}. ",
+                  f"{counted(steps.get_column('step').n_unique(), 'step')}. " if steps.height else
+                  "No profiler step in this run: no step time per rank to draw. ",
                   f"{STEP_DEFINITION}. ", view.source_note(chosen)], className="small text-muted mb-2",
                  id="ranks-definition"),
-        html.Small("Click a cell to open that rank and step on the timeline.", className="text-muted d-block"),
-        html.Div(chart("ranks-heatmap", view.figures(chosen, state).get("ranks-heatmap"), f"{chosen.id}-ranks",
-                       height=heatmap_height(steps.get_column("rank").n_unique())), className="chart-card"),
+        html.Div([  # no empty card: without steps the line above says why
+            html.Small("Click a cell to open that rank and step on the timeline.", className="text-muted d-block"),
+            html.Div(chart("ranks-heatmap", view.figures(chosen, state).get("ranks-heatmap"), f"{chosen.id}-ranks",
+                           height=heatmap_height(steps.get_column("rank").n_unique())), className="chart-card"),
+        ], style={} if steps.height else {"display": "none"}),
         dbc.Row([
             dbc.Col([html.H5("Slowest ranks", className="mt-3"),
                      html.Div(SLOW_DEFINITION + ".", className="small text-muted mb-1", style=hidden),
