@@ -65,10 +65,11 @@ def column_defs(unit: str) -> list[dict]:
     ]
 
 
-def _other_options(a_run: Any) -> list[dict[str, Any]]:
-    """B's picker: the runs sharing an evidence kind with A, under a (disabled) heading per kind, newest first."""
+def _other_options(a_run: Any, current: str | None = None) -> list[dict[str, Any]]:
+    """B's picker: the runs sharing an evidence kind with A, under a (disabled) heading per kind, newest first
+    (`current`, the B shown, always among them: a dropdown drops a value it does not list)."""
     options: list[dict[str, Any]] = []
-    for choice in view_sides.b_choices(current_store(), a_run):
+    for choice in view_sides.b_choices(current_store(), a_run, current):
         heading = f"── {EVIDENCE_LABELS.get(choice.kind, choice.kind)} ──"
         if not options or options[-1].get("group") != choice.kind:
             options.append({"label": heading, "value": f"kind:{choice.kind}", "disabled": True,
@@ -163,7 +164,7 @@ def layout(run: str | None = None, **query: Any) -> html.Div:
         html.Span("A (baseline)", className="fw-semibold me-2"),
         rank_control("compare-rank", ranks, a.rank),
         html.Span("B", className="fw-semibold me-2"),
-        dcc.Dropdown(id="compare-other", options=_other_options(chosen), value=b.run_id, clearable=False,
+        dcc.Dropdown(id="compare-other", options=_other_options(chosen, b.run_id), value=b.run_id, clearable=False,
                      style={"minWidth": "420px"}, className="me-2"),
         dcc.Dropdown(id="compare-other-rank", options=_other_rank_options(b.run_id),
                      value=ALL_RANKS if b.rank is None else str(b.rank), clearable=False, searchable=False,

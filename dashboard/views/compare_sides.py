@@ -99,12 +99,13 @@ class Choice:
     kind: str  # the first evidence kind it shares with A (SECTIONS order): the group it is listed under
 
 
-def b_choices(store: RunStore, a_run: Run) -> list[Choice]:
+def b_choices(store: RunStore, a_run: Run, current: str | None = None) -> list[Choice]:
     """The runs B can be, grouped by the first evidence kind each shares with A (SECTIONS order), newest first
-    within a kind; A itself first when it compares with itself (ranks, compiles). Runs sharing nothing with A
-    are not listed: a comparison of them would be empty."""
+    within a kind; A itself first when it compares with itself (ranks, compiles) or is the `current` B (a
+    URL may compare a run with itself). Runs sharing nothing with A are not listed: a comparison of them
+    would be empty."""
     choices: list[Choice] = []
-    if compares_with_itself(a_run):
+    if compares_with_itself(a_run) or current == a_run.id:
         kind = next((k for k in SECTIONS if a_run.has_evidence(k)), "kernels")
         choices.append(Choice(a_run.id, f"this run ({a_run.info.name}): another rank or compile", kind))
     by_kind: dict[str, list[Choice]] = {}
