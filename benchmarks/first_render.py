@@ -54,18 +54,16 @@ from dashboard.views import run_pages  # noqa: E402
 WARM_TARGET_S, COLD_TARGET_S = 0.5, 1.0
 # page -> what is on screen once its charts are drawn, besides every plotly graph's SVG (functions, not
 # expressions: the app's CSP forbids eval)
+def _charts_of(page: str) -> str:
+    """A chart of the page drawn, or the page without a chart at all (a run that gives it none)."""
+    return f"#{page}-page .js-plotly-plot .main-svg, #{page}-page:not(:has(.dash-graph))"
+
+
 PAGES = {
     "/": "#runs-grid .ag-row",
-    "/insights": "#insights-page .js-plotly-plot .main-svg",
-    "/kernels": "#kernels-page .js-plotly-plot .main-svg .cartesianlayer",
-    "/layers": "#layers-page .js-plotly-plot .main-svg",
-    "/timeline": "#timeline-page .js-plotly-plot .main-svg .cartesianlayer",
-    "/ranks": "#ranks-page .js-plotly-plot .main-svg .cartesianlayer",
-    "/memory": "#memory-page .js-plotly-plot .main-svg .cartesianlayer",
-    "/planner": "#planner-page .js-plotly-plot .main-svg .cartesianlayer",
+    **{f"/{page}": _charts_of(page) for page in ("insights", "kernels", "layers", "timeline", "ranks", "memory",
+                                                 "planner", "compare", "history")},
     "/compiler": "#compiler-ir .code-line",
-    "/compare": "#compare-page .js-plotly-plot .main-svg",
-    "/history": "#history-page .js-plotly-plot .main-svg",
 }
 # Records, in the page, when its charts are on screen and when the whole page is: in the animation frame
 # after the DOM change that completes each (a chart is drawn within one task, so that frame paints it).
