@@ -54,7 +54,8 @@ def check(value: Any, spec: Any, where: str = "$") -> None:
 def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     root = tmp_path_factory.mktemp("compare-cli")
     store = RunStore(root / "data")
-    ids = {run_id.rsplit("-", 2)[0]: run_id for run_id in seed_demo(store)}
+    # By run name (the demo's training job has earlier versions of the same name: the newest, last, wins).
+    ids = {store.open(run_id).info.name: run_id for run_id in seed_demo(store)}
     ids["demo-memory-small"] = ingest_paths(store, tt_memory_log.write(root / "mem2", n_ops=200),
                                             name="demo-memory-small")
     return root / "data", ids

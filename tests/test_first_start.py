@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.demo import SOURCE_DEMOS
+from dashboard.demo import SOURCE_DEMOS, training_history
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVING = "dashboard: serving"
@@ -60,7 +60,7 @@ def test_first_start_prints_what_it_generates_and_ingests(tmp_path: Path) -> Non
     first = [line for line in lines if line.startswith("first start:")]
     # What it does, where, before it does it.
     assert f"no runs in {data_dir} yet; generating the bundled demo" in first[0], text
-    sources = len(SOURCE_DEMOS)
+    sources = len(SOURCE_DEMOS) + len(training_history.VERSIONS)  # and the training job's earlier versions
     for run_name, _module in SOURCE_DEMOS:
         assert any(f"generating {run_name} sources" in line for line in first), text
         assert any(re.search(rf"% ingesting {run_name} \(\d/{sources}\)", line) for line in first), text

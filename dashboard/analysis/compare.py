@@ -54,12 +54,15 @@ def kernel_comparison(baseline: pl.DataFrame, other: pl.DataFrame) -> pl.DataFra
     `baseline` and `other` are `kernel_summary` frames grouped by name.
     Columns: group, key, label, count_a, count_b, total_a_ns, total_b_ns,
     mean_a_ns, mean_b_ns, delta_ns (B - A, a missing side counting 0), ratio
-    (B / A, null where A has none), presence (both / only in A / only in B).
+    (B / A, null where A has none), presence (both / only in A / only in B), and each
+    side's commonest launch: grid_a, block_a, registers_a, grid_b, block_b, registers_b
+    (null where a side lacks the kernel or its summary has no launch shapes).
     """
     def side(frame: pl.DataFrame, suffix: str) -> pl.DataFrame:
         return frame.select("group", "key", "label", pl.col("count").cast(pl.Int64).alias(f"count_{suffix}"),
                             pl.col("total_ns").cast(pl.Int64).alias(f"total_{suffix}_ns"),
-                            pl.col("mean_ns").cast(pl.Float64).alias(f"mean_{suffix}_ns"))
+                            pl.col("mean_ns").cast(pl.Float64).alias(f"mean_{suffix}_ns"),
+                            *_launch(frame, suffix))
 
     joined = side(baseline, "a").join(side(other, "b"), on="group", how="full", coalesce=True)
     # Labels made unique per side can clash across sides (two kernels, one per side): label the union.
@@ -76,8 +79,21 @@ def kernel_comparison(baseline: pl.DataFrame, other: pl.DataFrame) -> pl.DataFra
         .otherwise(pl.lit(BOTH)).alias("presence"),
     ).sort([delta.abs(), "group"], descending=[True, False]).select(
         "group", "key", "label", "count_a", "count_b", "total_a_ns", "total_b_ns", "mean_a_ns", "mean_b_ns",
-        "delta_ns", "ratio", "presence",
+        "delta_ns", "ratio", "presence", *LAUNCH_COLUMNS,
     )
+
+
+LAUNCH_COLUMNS = tuple(f"{part}_{side}" for side in "ab" for part in ("grid", "block", "registers"))
+
+
+def _launch(frame: pl.DataFrame, suffix: str) -> list[pl.Expr]:
+    """A summary's commonest grid (its "(+n more)" dropped), block and registers, named for the side."""
+    def column(name: str, dtype: type[pl.DataType]) -> pl.Expr:
+        return (pl.col(name) if name in frame.columns else pl.lit(None)).cast(dtype)
+
+    grid = column("grid", pl.String).str.replace(r" \(\+\d+ more\)$", "")
+    return [grid.alias(f"grid_{suffix}"), column("block", pl.String).alias(f"block_{suffix}"),
+            column("registers", pl.Int64).alias(f"registers_{suffix}")]
 
 
 def layer_comparison(baseline: pl.DataFrame, other: pl.DataFrame) -> pl.DataFrame:
@@ -131,21 +147,19 @@ def comparison_totals(comparison: pl.DataFrame) -> Totals:
     )
 
 
-def default_sides(baseline: Side, ranks: Sequence[int],
-                  runs_with_kernels: Sequence[str]) -> tuple[Side, Side] | None:
-    """(A, B) when the URL names no B.
+def default_sides(baseline: Side, ranks: Sequence[int], previous_run: str | None) -> tuple[Side, Side] | None:
+    """(A, B) when the URL names no B: never a guess between unrelated runs.
 
-    Two ranks of the same run when it has several (rank to rank is the
-    commonest question on a multi-GPU job: which rank is the straggler); A
-    showing all ranks then becomes its first rank, so like is compared with
-    like. Else the newest other run with kernels; None when there is nothing else.
+    Two ranks of the same run when it has several (rank to rank is the commonest question on a multi-GPU
+    job: which rank is the straggler); A showing all ranks then becomes its first rank, so like is compared
+    with like. Else the previous run of the same name (`previous_run`: the same job profiled before); None
+    when there is neither: the page asks for B.
     """
     ordered = sorted(ranks)
     if len(ordered) >= 2:
         a = baseline if baseline.rank in ordered else Side(baseline.run_id, ordered[0])
         others = [rank for rank in ordered if rank != a.rank]
         return a, Side(baseline.run_id, others[0])
-    for run_id in runs_with_kernels:
-        if run_id != baseline.run_id:
-            return baseline, Side(run_id, None)
+    if previous_run is not None and previous_run != baseline.run_id:
+        return baseline, Side(previous_run, None)
     return None

@@ -1,8 +1,11 @@
 """CUDA allocator memory (`device_memory`) of two runs: per device, peak allocated and peak reserved, B − A.
 
-Devices are matched by name (`cuda:0` of A faces `cuda:0` of B) within one
-rank of each side (the side's rank when it has memory events there, else
-its first). Per device and side (`cuda_findings.device_peaks`):
+Devices are matched within one rank of each side (the side's rank when it
+has memory events there, else its first): by name when the sides share a
+device name (`cuda:0` of A faces `cuda:0` of B), else by device index, in
+order (rank 0's `cuda:0` faces rank 1's `cuda:1`: one GPU per rank, each its
+own). `device_a` / `device_b` name each side's device; `device` both ("cuda:0 ↔
+cuda:1" when they differ). Per device and side (`cuda_findings.device_peaks`):
 
 * peak allocated: the highest `allocated`, and its culprit: the op
   (snapshots: the Python frame) whose live allocations hold the most bytes
@@ -27,6 +30,13 @@ from dashboard.store import Run
 
 _SIDE_COLUMNS = ("peak_allocated", "peak_reserved", "culprit", "culprit_bytes", "peak_time_ns", "at_ns", "relative",
                  "fragmentation_at_peak")
+
+
+def _device_index_of(column: str) -> pl.Expr:
+    return pl.col(column).str.extract(r"(\d+)$").cast(pl.Int64, strict=False)
+
+
+_device_index = _device_index_of("device")
 
 
 def cuda_rank(run: Run, wanted: int | None) -> int:
@@ -56,14 +66,26 @@ def peak_deltas(events_a: pl.DataFrame, segments_a: pl.DataFrame, events_b: pl.D
     `<column>_b` for the side columns, delta / change of peak allocated and peak reserved."""
     a = _side(device_peaks(events_a, segments_a, capacities_a), "a")
     b = _side(device_peaks(events_b, segments_b, capacities_b), "b")
-    joined = a.join(b, on="device", how="full", coalesce=True)
+    names_a, names_b = set(a.get_column("device").to_list()), set(b.get_column("device").to_list())
+    if names_a & names_b or not names_a or not names_b:
+        joined = a.join(b, on="device", how="full", coalesce=True).with_columns(
+            pl.when(pl.col("peak_allocated_a").is_not_null()).then(pl.col("device")).alias("device_a"),
+            pl.when(pl.col("peak_allocated_b").is_not_null()).then(pl.col("device")).alias("device_b"))
+    else:  # no device name in common (rank against rank): the i-th device of each side, by index
+        def slotted(frame: pl.DataFrame, suffix: str) -> pl.DataFrame:
+            return frame.sort(_device_index, "device").with_row_index("slot").rename({"device": f"device_{suffix}"})
+
+        joined = slotted(a, "a").join(slotted(b, "b"), on="slot", how="full", coalesce=True).drop("slot").with_columns(
+            pl.when(pl.col("device_a").is_null()).then(pl.col("device_b"))
+            .when(pl.col("device_b").is_null()).then(pl.col("device_a"))
+            .otherwise(pl.format("{} ↔ {}", "device_a", "device_b")).alias("device"))
     return joined.with_columns(
         (pl.col("peak_allocated_b") - pl.col("peak_allocated_a")).alias("allocated_delta"),
         (pl.col("peak_reserved_b") - pl.col("peak_reserved_a")).alias("reserved_delta"),
     ).with_columns(
         _change("allocated_delta", "peak_allocated_a").alias("allocated_change"),
         _change("reserved_delta", "peak_reserved_a").alias("reserved_change"),
-    ).sort(pl.col("device").str.extract(r"(\d+)$").cast(pl.Int64, strict=False), "device", nulls_last=True)
+    ).sort(pl.coalesce(_device_index_of("device_a"), _device_index_of("device_b")), "device", nulls_last=True)
 
 
 def run_peak_deltas(run_a: Run, run_b: Run, rank_a: int | None, rank_b: int | None) -> tuple[pl.DataFrame, int, int]:

@@ -18,9 +18,9 @@ stack-depth panel (timeline.stack_frames).
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
+
+from dashboard.analysis.kernel_names import short_kernel_name
 
 MAX_SUBLANES = 8  # depth rows of one thread's flame; deeper ops share the last row
 STACK_CATEGORY = "python_function"
@@ -63,58 +63,16 @@ def copy_name(kind: pl.Expr) -> pl.Expr:
             .otherwise(pl.concat_str(pl.lit("memcpy "), kind).fill_null("memcpy")))
 
 
-# Generic kernels whose functor (in the template arguments) is what tells them apart.
-_GENERIC_KERNELS = ("elementwise_kernel", "reduce_kernel", "multi_tensor_apply_kernel")
-_WORD = re.compile(r"\w++")
-
-
-def _without_brackets(text: str, opening: str, closing: str) -> str:
-    """`text` without its balanced `opening...closing` groups (nested ones included); stray ones stay.
-
-    One pass with a stack: removing innermost groups until nothing changes took a pass per nesting level,
-    quadratic on a name nested thousands deep.
-    """
-    kept: list[str] = []
-    opened: list[int] = []  # where in `kept` each still-open bracket stands
-    for char in text:
-        if char == opening:
-            opened.append(len(kept))
-        elif char == closing and opened:
-            del kept[opened.pop():]
-            continue
-        kept.append(char)
-    return "".join(kept)
-
-
-def _functor(name: str) -> str | None:
-    r"""The first word naming a functor (`...Functor...`, `...functor...`, or up to `...KernelImpl`).
-
-    Word by word in Python: the regex `\w*Functor\w*` rescanned a long word from each of its characters.
-    """
-    for match in _WORD.finditer(name):
-        word = match.group()
-        if "Functor" in word or "functor" in word:
-            return word
-        impl = word.rfind("KernelImpl")
-        if impl >= 1:
-            return word[: impl + len("KernelImpl")]
-    return None
-
-
 def display_name(name: str, kind: str = "kernel", limit: int = 72) -> str:
-    """A legible label: kernels lose `void`, namespaces, template arguments and parameters.
+    """A legible label: a kernel's short name by the app's one naming rule (`analysis.kernel_names`), other
+    names only cut to `limit`.
 
     `void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, ...>(int, ...)`
-    becomes `vectorized_elementwise_kernel[CUDAFunctor_add]`; other names are only cut to `limit`.
+    becomes `vectorized_elementwise_kernel‹CUDAFunctor_add›`.
     """
-    text = name.strip()
     if kind == "kernel":
-        text = text.removeprefix("void ").replace("(anonymous namespace)::", "")
-        text = _without_brackets(_without_brackets(text, "<", ">"), "(", ")")
-        text = text.split("::")[-1].strip() or name
-        functor = _functor(name) if text.endswith(_GENERIC_KERNELS) else None
-        if functor:
-            text = f"{text}[{functor}]"
+        return short_kernel_name(name, limit)
+    text = name.strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

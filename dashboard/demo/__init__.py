@@ -35,6 +35,8 @@ SOURCE_DEMOS: tuple[tuple[str, str], ...] = (
     ("demo-compiler", "dashboard.demo.triton_compile"),
     ("demo-training", "dashboard.demo.kineto_trace"),
 )
+# Earlier versions of demo-training, ingested first under its name: /history has a trend out of the box.
+HISTORY_DEMO = ("demo-training", "dashboard.demo.training_history")
 # Captured runs have no source file: the capture session writes tables directly.
 CAPTURED_DEMO = ("demo-capture", "dashboard.demo.captured_run")
 
@@ -73,9 +75,10 @@ def seed_demo(store: RunStore, progress: ProgressFn = no_progress) -> list[str]:
         progress(0.0, f"writing {CAPTURED_DEMO[0]} (a simulated live capture)")
         run_ids.append(store.write(CAPTURED_DEMO[0], captured.tables(),  # type: ignore[attr-defined]
                                    collectors=["cupti"], metadata={"demo": True}))
-    sources = write_demo_sources(store.data_dir / DEMO_SOURCES_DIR,
-                                 lambda fraction, message: progress((fraction or 0.0) * _WRITE_SHARE, message))
-    for position, (run_name, paths) in enumerate(sources.items()):
+    folder = store.data_dir / DEMO_SOURCES_DIR
+    sources = list(_history_sources(folder)) + list(write_demo_sources(
+        folder, lambda fraction, message: progress((fraction or 0.0) * _WRITE_SHARE, message)).items())
+    for position, (run_name, paths) in enumerate(sources):
         low = _WRITE_SHARE + (1 - _WRITE_SHARE) * position / len(sources)
         high = _WRITE_SHARE + (1 - _WRITE_SHARE) * (position + 1) / len(sources)
 
@@ -87,6 +90,16 @@ def seed_demo(store: RunStore, progress: ProgressFn = no_progress) -> list[str]:
         run_ids.append(ingest_paths(store, paths, name=run_name, progress=within))
     progress(1.0, f"{len(run_ids)} demo runs ready")
     return run_ids
+
+
+def _history_sources(folder: Path) -> list[tuple[str, list[Path]]]:
+    """(run name, paths) of each earlier version of the training demo, oldest first."""
+    module = _optional_module(HISTORY_DEMO[1])
+    if module is None:
+        return []
+    versions = len(module.VERSIONS)  # type: ignore[attr-defined]
+    return [(HISTORY_DEMO[0], module.write(folder / f"{HISTORY_DEMO[0]}-v{version + 1}", version))  # type: ignore[attr-defined]
+            for version in range(versions)]
 
 
 class FirstStartProgress:

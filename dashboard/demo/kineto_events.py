@@ -50,8 +50,10 @@ class BackwardNode:
 class TraceWriter:
     """Appends one rank's events with per-thread and per-stream clocks, counting them in `truth`."""
 
-    def __init__(self, rank: int) -> None:
+    def __init__(self, rank: int, slowdown: dict[str, float] | None = None) -> None:
         self.rank = rank
+        # Per kernel name, a factor on its duration: an earlier version of the same job (the history demo).
+        self.slowdown = slowdown or {}
         self.rng = random.Random(1000 + rank)
         self.pid = 4100 + rank
         self.main, self.autograd = self.pid, self.pid + 9
@@ -141,6 +143,7 @@ class TraceWriter:
         return round(dur * 1000)
 
     def launch(self, tid: int, name: str, micros: float, stream: int = COMPUTE_STREAM, flops: float = 0.0) -> None:
+        micros *= self.slowdown.get(name, 1.0)
         ns = self._gpu(tid, stream, "kernel", name, micros, "cudaLaunchKernel", 211, {
             "registers per thread": 128, "shared memory": 49152, "blocks per SM": 1.2, "warps per SM": 4.8,
             "grid": [self.rng.choice((64, 128, 256)), 4, 1], "block": [256, 1, 1], "est. achieved occupancy %": 25})

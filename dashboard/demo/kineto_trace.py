@@ -234,9 +234,10 @@ def _metadata(trace: TraceWriter) -> list[dict[str, Any]]:
     return out
 
 
-def build_trace(rank: int, world_size: int = 2) -> tuple[dict[str, Any], TraceTruth]:
-    """The trace document of one rank and what it holds."""
-    trace = TraceWriter(rank)
+def build_trace(rank: int, world_size: int = 2,
+                slowdown: dict[str, float] | None = None) -> tuple[dict[str, Any], TraceTruth]:
+    """The trace document of one rank and what it holds (`slowdown`: kernel name -> factor on its duration)."""
+    trace = TraceWriter(rank, slowdown)
     trace.truth.memory_events, trace.truth.memory_peak = 1, trace.allocated  # the instant in the metadata
     for step in range(STEPS):
         _step(trace, 10 + step)
@@ -259,9 +260,9 @@ def build_trace(rank: int, world_size: int = 2) -> tuple[dict[str, Any], TraceTr
 _TAIL_KEYS = ("traceName", "displayTimeUnit", "baseTimeNanoseconds")
 
 
-def write_trace(path: Path, rank: int, world_size: int = 2) -> TraceTruth:
+def write_trace(path: Path, rank: int, world_size: int = 2, slowdown: dict[str, float] | None = None) -> TraceTruth:
     """Write one rank's trace (gzip when the name ends in .gz), deterministically."""
-    document, truth = build_trace(rank, world_size)
+    document, truth = build_trace(rank, world_size, slowdown)
     events = document.pop("traceEvents")
     # Kineto writes its metadata before the events and the time base after them.
     head = json.dumps({k: v for k, v in document.items() if k not in _TAIL_KEYS})

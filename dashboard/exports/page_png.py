@@ -76,6 +76,28 @@ _DRAWN_JS = """() => {
 }""".replace("SETTLE_MS", str(SETTLE_MS))
 
 
+# Every table is drawn: each AG Grid shows rows or says it has none. A grid (or a `content-visibility` code
+# panel) out of the browser's view may not draw its rows at all, so the page is captured with a viewport
+# as tall as the page itself (`_whole_page`): what is below the fold is in view too.
+_TABLES_JS = """() => Array.from(document.querySelectorAll('.ag-root-wrapper')).every(grid =>
+    grid.querySelector('.ag-row, .ag-overlay-no-rows-wrapper, .ag-overlay-no-rows-center') !== null)"""
+
+
+def _whole_page(page: Any, width: int, timeout_ms: int) -> int:
+    """Make the viewport as tall as the page, wait for what that brings into view to draw, and return the
+    page's height (a table drawing its rows can make the page taller: measured again until it holds)."""
+    height = int(page.evaluate("() => document.documentElement.scrollHeight"))
+    for _ in range(3):
+        page.set_viewport_size({"width": width, "height": max(1, min(height, MAX_HEIGHT_PX))})
+        page.wait_for_function(_DRAWN_JS, timeout=timeout_ms, polling=100)
+        page.wait_for_function(_TABLES_JS, timeout=timeout_ms, polling=100)
+        now = int(page.evaluate("() => document.documentElement.scrollHeight"))
+        if now == height:
+            break
+        height = now
+    return height
+
+
 class PageExportFailed(RuntimeError):
     """The page could not be rendered; the message says why in one line."""
 
@@ -206,7 +228,7 @@ def capture_page(url: str, width: int = DEFAULT_WIDTH, scale: int = 1, headers: 
                     raise PageExportFailed(f"the page answered {status} to the export's browser")
                 page.evaluate("() => document.fonts.ready")
                 page.wait_for_function(_DRAWN_JS, timeout=timeout_ms, polling=100)
-                height = int(page.evaluate("() => document.documentElement.scrollHeight"))
+                height = _whole_page(page, width, timeout_ms)
                 if height * scale > MAX_HEIGHT_PX:
                     raise PageExportFailed(f"the page is {height} px tall, more than one image can hold "
                                            f"({MAX_HEIGHT_PX // scale} px at {scale}x); use the per-chart zip")

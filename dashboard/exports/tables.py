@@ -1,12 +1,16 @@
-"""A canonical table as CSV, streamed in slices so a million-row table never sits in memory twice.
+"""Tables as CSV: a canonical table streamed in slices (a million-row table never sits in memory twice), and
+a page's table (`grid_csv`) as the page shows it, with raw numbers.
 
-Pure: a polars frame in, CSV bytes out. List columns (op_meta shapes, planner
-channel lists) have no CSV form, so their items are joined with ';'.
+Pure: a polars frame (or a grid's rows) in, CSV bytes out; plain UTF-8, no byte-order mark. List columns
+(op_meta shapes, planner channel lists) have no CSV form, so their items are joined with ';'.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Iterator
+from typing import Any
 
 import polars as pl
 
@@ -36,3 +40,27 @@ def encode_csv(frame: pl.DataFrame, chunk_rows: int = CHUNK_ROWS) -> Iterator[by
     for offset in range(0, ready.height, chunk_rows):
         text = ready.slice(offset, chunk_rows).write_csv(include_header=offset == 0)
         yield text.encode("utf-8")
+
+
+def _cell(value: object) -> object:
+    """A grid cell as CSV wants it: raw numbers as they are, lists joined with ';', nothing for a missing value."""
+    if value is None:
+        return ""
+    if isinstance(value, list | tuple):
+        return LIST_SEPARATOR.join("" if item is None else str(item) for item in value)
+    if isinstance(value, dict):
+        return ""
+    return value
+
+
+def grid_csv(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> bytes:
+    """A table as the page shows it, as CSV: plain UTF-8 (no byte-order mark), one header line of the grid's
+    headers (they carry the units: "total time (ms)"), then the raw values of `columns` ((field, header)
+    pairs) in `rows`: numbers without thousands separators or unit suffixes, so a spreadsheet reads them
+    as numbers."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([header for _field, header in columns])
+    for row in rows:
+        writer.writerow([_cell(row.get(field)) for field, _header in columns])
+    return out.getvalue().encode("utf-8")

@@ -22,6 +22,7 @@ from dashboard.figures.kernels import (
     figure_height,
     kernel_colours,
     selected_points,
+    tick_labels,
     wrap_name,
 )
 from dashboard.figures.log_axis import log_axis
@@ -89,6 +90,7 @@ def _change_bars(deltas: list[float], labels: list[str], rows: pl.DataFrame, cus
     """Horizontal bars of a change per row (ns), red where B takes longer, with a B / A column."""
     factor, unit = time_unit_for(max((abs(d) for d in deltas), default=0.0))
     ratios = [_ratio_text(r, p) for r, p in rows.select("ratio", "presence").rows()]
+    labels = tick_labels(labels)
     bars: dict[str, Any] = {
         "type": "bar", "orientation": "h", "showlegend": False, "name": what,
         "x": [d / factor for d in deltas], "y": labels,
@@ -98,7 +100,7 @@ def _change_bars(deltas: list[float], labels: list[str], rows: pl.DataFrame, cus
         "selectedpoints": selected, "unselected": {"marker": {"opacity": 0.3}},
     }
     return fast_figure([bars], {
-        "title": {"text": title}, "height": figure_height(len(labels)),
+        "title": {"text": title}, "height": figure_height(len(labels), any("<br>" in label for label in labels)),
         "margin": {"l": 10, "r": RATIO_COLUMN_PX, "t": 70, "b": 48}, "clickmode": "event", "dragmode": False,
         "bargap": 0.25, "annotations": _ratio_column(labels, ratios),
         "xaxis": {"title": {"text": f"{what} ({unit})"}, "zeroline": True, "zerolinewidth": 2},
@@ -159,6 +161,11 @@ def layer_delta_figure(layers: pl.DataFrame, selected: tuple[str, str] | None, a
     """Per (layer, pass), in model order: change of the median runtime, B − A."""
     if layers.height == 0:
         return empty_figure("Neither side has layers (no module ranges or layer attribution)")
+    if not layers.filter(pl.col("presence") == BOTH).height:  # every bar would be 0: say why instead
+        only_a = layers.filter(pl.col("presence") == ONLY_A).height
+        only_b = layers.filter(pl.col("presence") == ONLY_B).height
+        return empty_figure(f"No layer and pass on both sides ({only_a} only in A, {only_b} only in B): "
+                            "no runtime to compare")
     deltas = [d if d is not None else 0.0 for d in layers.get_column("delta_ns").to_list()]
     pairs = layers.select("layer", "pass").rows()
     chosen = [i for i, pair in enumerate(pairs) if pair == selected] if selected is not None else None

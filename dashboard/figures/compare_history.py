@@ -39,13 +39,16 @@ def history_figure(frame: pl.DataFrame, run_ids: list[str]) -> go.Figure:
         mine = frame.filter(pl.col("metric") == metric)
         divisor, unit = _scale(metric, mine.get_column("value"))
         for series in mine.get_column("series").unique(maintain_order=True).to_list():
-            points = mine.filter(pl.col("series") == series).sort("position")
-            ids = points.get_column("run_id").to_list()
-            hover = [f"<b>{run_id}</b><br>{series}: {_text(metric, value)}<br>click: compare with the run before"
-                     for run_id, value in zip(ids, points.get_column("value").to_list(), strict=True)]
+            # Every run of the series on x, None where this run lacks the series: the line breaks there
+            # rather than joining the runs on either side as if the value had held between them.
+            found = dict(mine.filter(pl.col("series") == series).select("run_id", "value").rows())
+            values = [found.get(run_id) for run_id in run_ids]
+            hover = [f"<b>{run_id}</b><br>{series}: " + (_text(metric, value) if value is not None else
+                                                         "not in this run") + "<br>click: compare with the run before"
+                     for run_id, value in zip(run_ids, values, strict=True)]
             figure.add_trace(go.Scatter(
-                x=ids, y=(points.get_column("value") / divisor).to_list(), mode="lines+markers",
-                name=f"{title}: {series}" if series != metric else title, customdata=ids,
+                x=run_ids, y=[None if value is None else value / divisor for value in values], mode="lines+markers",
+                name=f"{title}: {series}" if series != metric else title, customdata=run_ids, connectgaps=False,
                 marker={"size": 10, "color": colours[series]}, line={"color": colours[series]},
                 hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
             ), row=row, col=1)

@@ -3,18 +3,21 @@
 Pass chart: x is the step (one dump or stage file, in order); the bars are the
 IR's line count (left axis), the line the op count (right axis). A changed step
 (its IR differs from the previous snapshot) is a full bar, an unchanged one a
-faint bar; a failed pass is red; SoftwarePipeliner snapshots are hatched.
-Stages are shaded bands. The selected step is outlined, the compared one dashed.
+faint bar; a failed pass is red; SoftwarePipeliner snapshots are hatched; the
+legend says so. The biggest jump in lines is named after the pass that made it.
+Stages are shaded bands. The selected step is outlined, the compared one framed.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.analysis.units import bytes_unit_for
+from dashboard.figures.log_axis import log_axis
 from dashboard.figures.theme import MEMORY_COLOURS, TEMPLATE, empty_figure
 
 STAGE_COLOURS = {"source": "#f8f9fa", "ttir": "#e7f1ff", "ttgir": "#e6f4ea", "llvm-mlir": "#fff4e5",
@@ -24,6 +27,7 @@ CHANGED = "#0072B2"
 UNCHANGED = "#c5d9ea"
 FAILED = "#dc3545"
 OPS_LINE = "#E69F00"
+PLOT_HEIGHT_PX = 200  # the pass chart's plot area, for fitting its log axis's labels
 
 
 def mark_steps(figure: dict[str, Any], selected: int | None, compared: int | None) -> dict[str, Any]:
@@ -38,8 +42,41 @@ def mark_steps(figure: dict[str, Any], selected: int | None, compared: int | Non
     return {**figure, "data": [{**bars, "marker": marker}, *figure["data"][1:]]}
 
 
+def _hover_texts(frame: pl.DataFrame) -> list[str]:
+    texts = []
+    for row in frame.iter_rows(named=True):
+        what = {"before": "IR before", "after": "IR after", "failed": "IR after the FAILED pass",
+                "internal": "SoftwarePipeliner snapshot in", "file": "stage file"}.get(row["kind"], row["kind"])
+        growth = row.get("growth")
+        change = ("unchanged from the previous snapshot" if not row["changed"] else
+                  f"changed by {row.get('made_by') or 'the previous pass'}"
+                  + (f": {growth:+,} lines" if growth is not None else ""))
+        texts.append(f"step {row['step']} · {row['stage']}<br>{what} {row['what']}<br>{row['lines']:,} lines, "
+                     f"{row['ops']:,} ops<br>{change}")
+    return texts
+
+
+def _growth_annotation(frame: pl.DataFrame, log: bool) -> dict[str, Any] | None:
+    """The biggest jump in lines, said of the pass that made it (a "before X" bar is the previous pass's work),
+    pointing at the bar's top from its left."""
+    grown = frame.filter(pl.col("changed") & (pl.col("growth") > 0)) if "growth" in frame.columns else frame.head(0)
+    if grown.is_empty():
+        return None
+    top = grown.sort("growth", descending=True, maintain_order=True).row(0, named=True)
+    return {"x": top["step"], "y": math.log10(top["lines"]) if log else top["lines"], "showarrow": True,
+            "arrowhead": 2, "arrowsize": 0.8, "ax": -36, "ay": 18, "xanchor": "right", "bgcolor": "#ffffffcc",
+            "text": f"+{top['growth']:,} lines: {top['made_by'] or top['what']}",
+            "font": {"size": 11, "color": "#212529"}, "name": "growth"}
+
+
+# What the bar kinds mean, drawn as legend entries (no data): a pale bar and a "×" hatch otherwise say nothing.
+_BAR_KINDS = (("IR lines, changed by the pass before", CHANGED, ""), ("IR lines, unchanged", UNCHANGED, ""),
+              ("failed pass", FAILED, ""), ("SoftwarePipeliner snapshot", UNCHANGED, "x"))
+
+
 def pass_chart(steps: pl.DataFrame, selected: int | None, compared: int | None, title: str) -> go.Figure:
-    """One bar per step (IR lines), ops as a line, stage bands, failed passes red."""
+    """One bar per step (IR lines), ops as a line, stage bands, failed passes red, the biggest growth named
+    after the pass that made it. `steps` may carry `made_by` / `growth` (views.compiler.with_made_by)."""
     if steps.is_empty():
         return empty_figure("This compile has no IR snapshots")
     frame = steps.with_columns(
@@ -51,17 +88,22 @@ def pass_chart(steps: pl.DataFrame, selected: int | None, compared: int | None, 
     patterns = ["x" if kind == "internal" else "" for kind in frame["kind"]]
     outline = [3 if step == selected else (2 if step == compared else 0) for step in frame["step"]]
     outline_colour = ["#212529" if step == selected else "#6c757d" for step in frame["step"]]
-    custom = list(zip(frame["what"], frame["stage"], frame["kind"], frame["changed"], frame["ops"], strict=True))
     figure = go.Figure(layout={"template": TEMPLATE})
     figure.add_bar(
-        x=frame["step"].to_list(), y=frame["lines"].to_list(), name="IR lines (left axis)",
+        x=frame["step"].to_list(), y=frame["lines"].to_list(), name="IR lines (left axis)", showlegend=False,
         marker={"color": colours, "pattern": {"shape": patterns}, "line": {"width": outline, "color": outline_colour}},
-        customdata=custom,
-        hovertemplate="step %{x}: %{customdata[2]} %{customdata[0]}<br>stage %{customdata[1]}"
-                      "<br>%{y} lines, %{customdata[4]} ops<br>changed: %{customdata[3]}<extra></extra>",
+        hovertext=_hover_texts(frame), hovertemplate="%{hovertext}<extra></extra>",
     )
     figure.add_scatter(x=frame["step"].to_list(), y=frame["ops"].to_list(), name="ops (right axis)", yaxis="y2",
                        mode="lines", line={"color": OPS_LINE, "width": 2}, hoverinfo="skip")
+    present = {"IR lines, changed by the pass before": bool(frame["changed"].any()),
+               "IR lines, unchanged": bool((~frame["changed"]).any()),
+               "failed pass": "failed" in frame["kind"].to_list(),
+               "SoftwarePipeliner snapshot": "internal" in frame["kind"].to_list()}
+    for name, colour, pattern in _BAR_KINDS:
+        if present[name]:
+            figure.add_bar(x=[None], y=[None], name=name,
+                           marker={"color": colour, "pattern": {"shape": pattern}}, hoverinfo="skip")
     for stage, first, last in _stage_runs(frame):
         figure.add_vrect(x0=first - 0.5, x1=last + 0.5, fillcolor=STAGE_COLOURS.get(stage, "#f8f9fa"), opacity=1,
                          layer="below", line_width=0, annotation_text=stage, annotation_position="top left",
@@ -71,13 +113,25 @@ def pass_chart(steps: pl.DataFrame, selected: int | None, compared: int | None, 
     failed = frame.filter(pl.col("kind") == "failed")
     for step in failed["step"]:
         figure.add_vline(x=step, line={"color": FAILED, "width": 1, "dash": "dot"})
+    # Log scale when the LLVM dialect dwarfs TTIR/TTGIR (10k lines against 200), so every stage reads;
+    # its ticks are the app's 1-2-5 ones (log_axis), not plotly's bare "2, 5" digits.
+    yaxis: dict[str, Any] = {"title": {"text": "IR lines" + (" (log scale)" if spread else "")}, "automargin": True}
+    if spread:
+        yaxis.update(log_axis(float(positive.min()), float(positive.max()), length_px=PLOT_HEIGHT_PX,
+                              horizontal=False, si=True))
+    else:
+        yaxis["rangemode"] = "tozero"
+    annotation = _growth_annotation(frame, spread)
     figure.update_layout(
-        title=title, height=300, bargap=0.15, margin={"t": 56, "b": 40}, clickmode="event",
-        xaxis={"title": "step (dump order)", "range": [-0.6, frame.height - 0.4]},
-        # Log scale when the LLVM dialect dwarfs TTIR/TTGIR (10k lines against 200), so every stage reads.
-        yaxis={"title": "IR lines" + (" (log scale)" if spread else ""), "type": "log" if spread else "linear"},
-        yaxis2={"title": "ops", "overlaying": "y", "side": "right", "showgrid": False, "rangemode": "tozero"},
-        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
+        title={"text": title}, height=340, bargap=0.15, barmode="overlay", margin={"t": 96, "b": 44, "r": 24},
+        clickmode="event",
+        xaxis={"title": {"text": "step (dump order)"}, "range": [-0.6, frame.height - 0.4]},
+        yaxis=yaxis,
+        yaxis2={"title": {"text": "ops", "standoff": 8}, "overlaying": "y", "side": "right", "showgrid": False,
+                "rangemode": "tozero", "automargin": True, "tickformat": "~s", "tickmode": "auto", "nticks": 5},
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom", "font": {"size": 11},
+                "itemclick": False, "itemdoubleclick": False},
+        annotations=[*figure.layout.annotations, *([annotation] if annotation else [])],
     )
     return figure
 
@@ -121,7 +175,8 @@ def memory_plan_figure(plan: pl.DataFrame, totals: dict[str, int | None], title:
                             ("ttg.tensor_memory_size (columns)", totals.get("tmem"))) if value is not None)
     figure.update_layout(
         title=f"{title}<br><sup>{total_text}</sup>" if total_text else title, barmode="overlay",
-        height=max(220, 60 + 28 * plan.height), margin={"t": 70, "l": 260},
+        # Room above the plot for the title, its subtitle and the TMEM axis's ticks and title on top.
+        height=max(260, 140 + 28 * plan.height), margin={"t": 120, "l": 260},
         xaxis={"title": f"SMEM offset ({unit})", "rangemode": "tozero"},
         xaxis2={"title": "TMEM column", "overlaying": "x", "side": "top", "rangemode": "tozero", "showgrid": False},
         yaxis={"autorange": "reversed"},

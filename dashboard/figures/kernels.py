@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import polars as pl
 
+from dashboard.analysis.kernel_names import label_lines
 from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.log_axis import log_axis
 from dashboard.figures.theme import TEMPLATE, distinct_colours, empty_figure
@@ -34,6 +35,8 @@ SHARE_DEFINITION = "share of kernel time in this selection"
 def total_rank_sum(ranks: int) -> str:
     return f"total time, sum over {ranks} ranks"
 BAR_HEIGHT = 24
+TWO_LINE_BAR_HEIGHT = 40  # a kernel label broken over two lines (kernel_names.label_lines) needs the room
+BAR_CHART_MARGINS = 112  # title (two lines) and x axis of a bar chart, px
 # Plot area of the scatter at 1440 px (5 of 12 grid columns, 420 px tall), for fitting log-axis labels.
 SCATTER_WIDTH_PX, SCATTER_HEIGHT_PX = 440, 300
 _HOVER_WRAP = 90
@@ -80,8 +83,14 @@ def selected_points(keys: list[str], selected: Collection[str]) -> list[int] | N
     return [i for i, key in enumerate(keys) if key in chosen]
 
 
-def figure_height(rows: int) -> int:
-    return max(260, 90 + BAR_HEIGHT * rows)
+def tick_labels(labels: list[str]) -> list[str]:
+    """Category ticks of a bar chart: each label on at most two lines (the app's one naming rule)."""
+    return [label_lines(label) for label in labels]
+
+
+def figure_height(rows: int, two_lines: bool = False) -> int:
+    """A bar chart's height: its margins and a row per bar, taller rows when a label takes two lines."""
+    return max(260, BAR_CHART_MARGINS + (TWO_LINE_BAR_HEIGHT if two_lines else BAR_HEIGHT) * rows)
 
 
 def _spread_traces(top: pl.DataFrame, factor: float) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -96,7 +105,7 @@ def _spread_traces(top: pl.DataFrame, factor: float) -> tuple[dict[str, Any], di
     ticks = {
         "type": "scatter", "mode": "markers", "name": "per rank", "showlegend": False,
         "x": [t / factor for t in strip.get_column("rank_totals_ns").to_list()],
-        "y": strip.get_column("label").to_list(),
+        "y": tick_labels(strip.get_column("label").to_list()),
         "marker": {"symbol": "line-ns-open", "size": 11, "color": "#212529", "line": {"width": 1.5}},
         "customdata": strip.get_column("key").to_list(),
         "hovertext": [f"rank {r}: {format_ns(t)}" for r, t in strip.select("ranks", "rank_totals_ns").rows()],
@@ -124,7 +133,7 @@ def top_kernels_figure(summary: pl.DataFrame, top_n: int = 20, selected: Collect
     else:
         values = high = top.get_column("total_ns").to_list()
     factor, unit = time_unit_for(max(high))
-    keys, labels = top.get_column("key").to_list(), top.get_column("label").to_list()
+    keys, labels = top.get_column("key").to_list(), tick_labels(top.get_column("label").to_list())
     bars: dict[str, Any] = {
         "type": "bar", "orientation": "h", "name": "total", "showlegend": False,
         "x": [v / factor for v in values], "y": labels,
@@ -146,7 +155,8 @@ def top_kernels_figure(summary: pl.DataFrame, top_n: int = 20, selected: Collect
     else:
         default_title += "<br><sup>label = share of kernel time</sup>"
     return fast_figure(data, {
-        "title": {"text": title or default_title}, "height": figure_height(top.height),
+        "title": {"text": title or default_title},
+        "height": figure_height(top.height, any("<br>" in label for label in labels)),
         "margin": {"l": 10, "r": 50, "t": 64, "b": 48}, "clickmode": "event", "dragmode": False, "bargap": 0.25,
         "xaxis": {"title": {"text": x_title}, "rangemode": "tozero"},
         "yaxis": {"autorange": "reversed", "automargin": True, "categoryorder": "array", "categoryarray": labels},

@@ -86,7 +86,9 @@ def layer_box_figure(stats: pl.DataFrame, metric: str = "time", outliers: pl.Dat
     a `peak` (FLOP/s) a dashed line marks it and a right axis reads % of peak.
     """
     if stats.height == 0:
-        return empty_figure("No layer occurrences in this selection")
+        figure = empty_figure("No layer occurrences in this selection")
+        figure.update_layout(meta={"no_layers": True}, height=140)  # the page shows one line instead
+        return figure
     layers = layer_order(stats)
     if metric == "rate":
         known = stats.filter(pl.col("rate_n") > 0)
@@ -103,12 +105,16 @@ def layer_box_figure(stats: pl.DataFrame, metric: str = "time", outliers: pl.Dat
         y_title, title = f"duration per occurrence ({unit})", "Runtime per layer occurrence"
     data = _box_traces(known, outliers, metric, factor)
     unknown = [layer for layer in layers if layer not in set(known.get_column("layer").to_list())]
-    annotations = [{"x": layer, "y": 0.02, "yref": "paper", "text": "FLOPs<br>unknown", "showarrow": False,
-                    "font": {"size": 10, "color": "#6c757d"}} for layer in unknown]
+    annotations: list[dict[str, Any]] = []
+    if unknown:  # one grey mark per layer without FLOPs, named in the legend (text per layer ran together)
+        data.append({"type": "scatter", "x": unknown, "y": [0] * len(unknown), "mode": "markers",
+                     "name": "FLOPs unknown", "marker": {"symbol": "x-thin-open", "size": 10, "color": "#868e96",
+                                                         "line": {"width": 2}},
+                     "hovertemplate": "%{x}: FLOPs unknown, no throughput<extra></extra>"})
     layout: dict[str, Any] = {
         "title": {"text": title}, "boxmode": "group", "height": 440, "clickmode": "event",
         "legend": {"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"},
-        "margin": {"l": 60, "r": 70 if peak else 20, "t": 60, "b": 40},
+        "margin": {"l": 60, "r": 80 if peak else 20, "t": 60, "b": 40},
         "xaxis": {"categoryorder": "array", "categoryarray": layers, "automargin": True,
                   "tickangle": -40 if len(layers) > 8 else 0},
         "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
@@ -117,8 +123,10 @@ def layer_box_figure(stats: pl.DataFrame, metric: str = "time", outliers: pl.Dat
     if metric == "rate" and peak:
         upper = max(top, peak) * 1.08 / factor
         layout["yaxis"]["range"] = [0, upper]
+        # Its own 1-2-5 ticks ("tickmode": "auto"): synced to the left axis's ticks they read 16 %, 32.1 %.
         layout["yaxis2"] = {"overlaying": "y", "side": "right", "range": [0, upper * factor / peak * 100],
-                            "title": {"text": "% of peak"}, "showgrid": False, "ticksuffix": "%"}
+                            "title": {"text": "% of peak"}, "showgrid": False, "ticksuffix": " %",
+                            "tickmode": "auto", "nticks": 6, "automargin": True}
         annotations.append({"xref": "paper", "x": 0, "xanchor": "left", "y": peak / factor, "yanchor": "bottom",
                             "text": f"peak {peak_label}: {format_flops_rate(peak)}", "showarrow": False,
                             "font": {"size": 11, "color": "#6c757d"}})

@@ -23,18 +23,35 @@ _AT_COLOUR = "#D55E00"
 
 def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | None, at_ns: int | None,
                   relative: bool, window: tuple[int, int] | None,
-                  fragmentation: dict[str, pl.DataFrame] | None = None) -> go.Figure:
-    """Allocated (solid) and reserved (dotted) per device on top; slack (reserved − allocated) below it; and
-    where segments are known, fragmentation (`cuda_fragmentation.over_time` frames per device) at the bottom."""
+                  fragmentation: dict[str, pl.DataFrame] | None = None,
+                  held_before: dict[str, int] | None = None) -> go.Figure:
+    """Allocated (solid) and reserved (dotted) per device on top, over a grey base per device of what it held
+    before the profiler started (`held_before`, bytes); slack (reserved − allocated) below it where reserved
+    is known; and where segments are known, fragmentation (`cuda_fragmentation.over_time` frames per device)
+    at the bottom. The legend stands above the plot, clear of the curves."""
     if not any(frame.height for frame in curves.values()):
         return empty_figure("No memory events in this window")
     highest = max(float(frame.select(pl.max_horizontal("allocated", "reserved")).max().item() or 0)
                   for frame in curves.values() if frame.height)
     divisor, unit = bytes_unit_for(highest)
     fragmentation = {d: f for d, f in (fragmentation or {}).items() if f.height}
-    rows = 3 if fragmentation else 2
-    figure = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                           row_heights=[0.52, 0.24, 0.24] if fragmentation else [0.72, 0.28])
+    # The slack row only where some device's reserved bytes are known (a 2021 trace has none): an empty
+    # row below the curves took the shared x axis's labels with it.
+    slack = any(frame.height and frame["reserved"].null_count() < frame.height for frame in curves.values())
+    heights = [0.52, 0.24, 0.24] if slack and fragmentation else [0.72, 0.28] if slack or fragmentation else [1.0]
+    rows = len(heights)
+    slack_row, fragmentation_row = 2, (3 if slack else 2)
+    figure = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=heights)
+    for device, held in (held_before or {}).items():
+        frame = curves.get(device)
+        if frame is None or frame.height == 0 or held <= 0:
+            continue
+        ends = (frame["time_ns"].to_numpy()[[0, -1]] - origin_ns) / _MS
+        figure.add_trace(go.Scatter(
+            x=ends, y=[held / divisor] * 2, mode="lines", fill="tozeroy", line={"width": 0},
+            fillcolor="rgba(134, 142, 150, 0.22)", name=f"{device} held before the profiler started",
+            legendgroup=device, hovertemplate=f"{device}: {format_bytes(held)} held before the profiler started "
+                                              "(allocations the trace did not record)<extra></extra>"), row=1, col=1)
     for device, frame in curves.items():
         if frame.height == 0:
             continue
@@ -56,9 +73,10 @@ def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | 
             figure.add_trace(go.Scatter(
                 x=x, y=reserved - allocated, customdata=custom, mode="lines", name=f"{device} slack",
                 legendgroup=device, showlegend=False, line={"shape": "hv", "color": colour, "width": 1},
-                hovertemplate=f"{device} slack %{{y:.4g}} {unit}<br>%{{x:.3f}} ms<extra></extra>"), row=2, col=1)
+                hovertemplate=f"{device} slack %{{y:.4g}} {unit}<br>%{{x:.3f}} ms<extra></extra>"),
+                row=slack_row, col=1)
     for device, frame in fragmentation.items():
-        figure.add_trace(go.Scattergl(
+        figure.add_trace(go.Scatter(
             x=(frame["time_ns"].to_numpy() - origin_ns) / _MS, y=frame["fragmentation"].to_numpy() * 100,
             customdata=frame["time_ns"].to_numpy() - origin_ns,
             hovertext=[f"largest free block {format_bytes(largest)} of {format_bytes(free)} free in the segments"
@@ -66,7 +84,7 @@ def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | 
             mode="lines", name=f"{device} fragmentation", legendgroup=device, showlegend=False,
             line={"shape": "hv", "color": colour_for(device), "width": 1},
             hovertemplate=f"{device} fragmentation %{{y:.1f}} %<br>%{{hovertext}}<br>%{{x:.3f}} ms<extra></extra>"),
-            row=3, col=1)
+            row=fragmentation_row, col=1)
     if peak is not None:
         figure.add_trace(go.Scatter(
             x=[(peak.time_ns - origin_ns) / _MS], y=[peak.allocated / divisor],
@@ -75,15 +93,19 @@ def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | 
             hovertemplate=f"peak {format_bytes(peak.allocated)}<br>%{{x:.3f}} ms<extra></extra>"), row=1, col=1)
     if at_ns is not None:
         figure.add_vline(x=(at_ns - origin_ns) / _MS, line={"color": _AT_COLOUR, "width": 1, "dash": "dash"})
-    base = " (from 0 at the trace start: the trace has no allocator totals)" if relative else ""
-    figure.update_layout(template=TEMPLATE, height=640 if fragmentation else 460,
-                         margin={"l": 70, "r": 20, "t": 30, "b": 40},
-                         legend={"orientation": "h", "y": 1.08}, hovermode="closest", dragmode="zoom",
-                         uirevision="memory-cuda")
-    figure.update_yaxes(title_text=f"memory ({unit}){base}", row=1, col=1, rangemode="tozero")
-    figure.update_yaxes(title_text=f"slack ({unit})", row=2, col=1, rangemode="tozero")
+    # Short axis titles: what the curves count from (0 at the trace start for a trace without allocator
+    # totals) is said in the page's note, not in a sentence the axis would clip.
+    figure.update_layout(template=TEMPLATE, height=640 if rows == 3 else 460 if rows == 2 else 400,
+                         margin={"l": 70, "r": 20, "t": 56, "b": 48},
+                         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.0, "yanchor": "bottom",
+                                 "font": {"size": 11}},
+                         hovermode="closest", dragmode="zoom", uirevision="memory-cuda")
+    figure.update_yaxes(title_text=f"{'allocated (from 0)' if relative else 'memory'} ({unit})", row=1, col=1,
+                        rangemode="tozero")
+    if slack:
+        figure.update_yaxes(title_text=f"slack ({unit})", row=slack_row, col=1, rangemode="tozero")
     if fragmentation:
-        figure.update_yaxes(title_text="fragmentation (%)", row=3, col=1, range=[0, 100])
+        figure.update_yaxes(title_text="fragmentation (%)", row=fragmentation_row, col=1, range=[0, 100])
     figure.update_xaxes(title_text="time since the first memory event (ms)", row=rows, col=1)
     if window is not None:
         figure.update_xaxes(range=[(window[0] - origin_ns) / _MS, (window[1] - origin_ns) / _MS])

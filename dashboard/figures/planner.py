@@ -145,13 +145,14 @@ def liveness_timeline(
     # The page shows a long timeline in a scroll box, where the bottom axis starts out of view: the same
     # axis is repeated on top (plotly draws an axis only when a trace uses it, hence the empty trace).
     figure.add_trace(go.Scatter(x=[], y=[], xaxis="x2", showlegend=False, hoverinfo="skip", name="op axis"))
-    height = max(260, 28 * len(rows) + 150)
-    plot_px = height - 90 - 48
+    legend_px = 40 if any(patterns) else 0
+    height = max(260, 28 * len(rows) + 150 + legend_px)
+    plot_px = height - 90 - 48 - legend_px
     figure.update_layout(
         xaxis2={"matches": "x", "overlaying": "x", "side": "top", "ticks": "outside", "showgrid": False},
-        height=height, margin={"l": 140, "t": 90, "b": 48},
-        # Above the top axis's labels, right-aligned, clear of the title.
-        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1 + 30 / plot_px, "yanchor": "bottom"})
+        height=height, margin={"l": 140, "t": 90, "b": 48 + legend_px},
+        # Under the bottom axis's title, left-aligned: above the plot it met the title in a half-width card.
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -(64 / plot_px), "yanchor": "top"})
     figure.update_xaxes(title_text="operation id", selector={"side": None})
     figure.update_yaxes(autorange="reversed", type="category", categoryorder="array", categoryarray=labels)
     return figure

@@ -46,6 +46,13 @@ def op_label(row: dict[str, Any]) -> str:
     return f"{text}\n{second}" if second else text
 
 
+def op_short_label(row: dict[str, Any]) -> str:
+    """The op as it reads at the zoom that fits the graph: `[56] descriptor_load` (level of detail)."""
+    if row.get("op") is None:
+        return str(row.get("node"))
+    return f"[{row['op_id']}] {row['op']}" if row.get("op_id") is not None else str(row["op"])
+
+
 def _node_id(node: str, partition: int | None, first: bool) -> str:
     return node if first else f"{node}@p{partition}"
 
@@ -108,6 +115,7 @@ def channel_graph_elements(
                 classes.append("marked")
             elements.append({
                 "data": {"id": element_id, "parent": _parent_id(partition), "label": op_label(row),
+                         "short": op_short_label(row),
                          "node": row["node"], "op_id": row["op_id"], "partition": partition,
                          "op": row["op"]},
                 "position": {"x": column * COLUMN_WIDTH, "y": level * ROW_HEIGHT},
@@ -151,16 +159,22 @@ def _endpoint_classes(channels: pl.DataFrame) -> dict[str, str]:
 # Labels drawn smaller than this on screen (px) are not drawn at all: at fit zoom a 9 px label shrinks to
 # an unreadable smear; zooming in brings it back, and a tap names the op in the selection panel.
 MIN_LABEL_PX = 8
+SHORT_LABEL_PX = 18  # an op's short label (model px); assets/planner-lod.js grows it as the graph zooms out
 CHANNEL_GRAPH_STYLESHEET: list[dict[str, Any]] = [
     {"selector": "node.partition", "style": {
         "label": "data(label)", "text-valign": "top", "text-halign": "center", "font-size": 24,  # named at fit zoom
         "font-weight": "bold", "background-color": "data(colour)", "background-opacity": 0.45,
         "border-color": "#0d6efd", "border-width": 1, "padding": 14, "min-zoomed-font-size": MIN_LABEL_PX}},
+    # Level of detail (assets/planner-lod.js): the short label, large, at the zoom that fits the graph;
+    # the full one (`detail`) once zoomed in far enough to read it.
     {"selector": "node.op", "style": {
-        "label": "data(label)", "shape": "round-rectangle", "width": 210, "height": 40,
-        "text-wrap": "wrap", "text-max-width": 200, "text-valign": "center", "font-size": 9,
-        "background-color": "#ffffff", "border-width": 2, "border-color": "#212529",
+        "label": "data(short)", "shape": "round-rectangle", "width": 210, "height": 40,
+        "text-wrap": "wrap", "text-max-width": 204, "text-valign": "center", "font-size": SHORT_LABEL_PX,
+        "font-weight": "bold", "background-color": "#ffffff", "border-width": 2, "border-color": "#212529",
         "min-zoomed-font-size": MIN_LABEL_PX}},
+    {"selector": "node.op.detail", "style": {
+        "label": "data(label)", "text-wrap": "wrap", "text-max-width": 200, "font-size": 9,
+        "font-weight": "normal", "min-zoomed-font-size": MIN_LABEL_PX}},
     {"selector": "node.smem-endpoint", "style": {"border-color": MEMORY_COLOURS["SMEM"]}},
     {"selector": "node.tmem-endpoint", "style": {"border-color": MEMORY_COLOURS["TMEM"]}},
     {"selector": "node.replica", "style": {"border-style": "dashed"}},

@@ -103,8 +103,8 @@ def _distinct_colours(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 
 
 def empty_figure(message: str) -> go.Figure:
-    """A blank chart that says why it is blank."""
-    figure = go.Figure(layout={"template": TEMPLATE})
+    """A blank chart that says why it is blank: one line's height, not a card of empty axes."""
+    figure = go.Figure(layout={"template": TEMPLATE, "height": 160, "margin": {"t": 20, "b": 20}})
     figure.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
                           font={"size": 14, "color": "#6c757d"})
     figure.update_xaxes(visible=False)

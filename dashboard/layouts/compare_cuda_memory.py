@@ -7,12 +7,11 @@ from typing import Any
 from dash import dcc, html
 
 from dashboard.analysis.compare import Side
-from dashboard.analysis.compare_cuda_memory import run_peak_deltas
 from dashboard.analysis.finding import view_href
 from dashboard.analysis.units import format_bytes
 from dashboard.layouts.page import chart, small_table
 from dashboard.store import Run
-from dashboard.views.compare_sections import cuda_memory_figure
+from dashboard.views.compare_sections import cuda_memory_figure, cuda_peaks
 
 DEFINITION = ("Peak allocated: the highest bytes in live tensors; culprit: the op (snapshots: the Python frame) "
               "whose live allocations hold the most bytes at that peak. Peak reserved: the highest bytes the "
@@ -32,12 +31,13 @@ def _culprit(row: dict[str, Any], suffix: str, run_id: str, rank: int) -> Any:
         return "–"
     text = (f"{row[f'culprit_{suffix}']} ({format_bytes(row[f'culprit_bytes_{suffix}'])})"
             if row[f"culprit_{suffix}"] else "at the peak")
-    href = view_href("/memory", run_id, rank=rank, device=row["device"], at=str(row[f"peak_time_ns_{suffix}"]))
+    href = view_href("/memory", run_id, rank=rank, device=row[f"device_{suffix}"],
+                     at=str(row[f"peak_time_ns_{suffix}"]))
     return dcc.Link(text, href=href, className=f"compare-cuda-culprit-{suffix}")
 
 
 def cuda_memory_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
-    deltas, rank_a, rank_b = run_peak_deltas(run_a, run_b, a.rank, b.rank)
+    deltas, rank_a, rank_b = cuda_peaks(run_a, run_b, a.rank, b.rank)
     rows = [[row["device"], format_bytes(row["peak_allocated_a"]), format_bytes(row["peak_allocated_b"]),
              _delta(row["allocated_delta"], row["allocated_change"]), format_bytes(row["peak_reserved_a"]),
              format_bytes(row["peak_reserved_b"]), _delta(row["reserved_delta"], row["reserved_change"]),
@@ -48,7 +48,9 @@ def cuda_memory_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
     table = small_table(header, rows, "compare-cuda-memory-peaks")
     return html.Div([
         html.H5("CUDA allocator memory", className="mb-2"),
-        html.Div(f"Rank {rank_a} of A against rank {rank_b} of B; devices matched by name.",
+        html.Div(f"Rank {rank_a} of A against rank {rank_b} of B; devices matched "
+                 + ("by index (no device name in common: one GPU per rank)." if any(
+                     "↔" in device for device in deltas.get_column("device").to_list()) else "by name."),
                  className="small mb-1"),
         html.Div(DEFINITION, className="small text-muted mb-2"),
         chart("compare-cuda-memory", cuda_memory_figure(run_a, run_b, a, b), "compare-cuda-memory"),

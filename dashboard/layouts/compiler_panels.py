@@ -1,5 +1,6 @@
 """/compiler's panels for one view state: the step summary, the IR, the diff, the Python source and the
-Python line in every stage, as the components and HTML strings (dcc.Markdown bodies) the page shows.
+Python line in every stage, as the components and HTML strings the page shows (the code panels are HTML
+the browser parses itself: see pages/compiler.py).
 
 The content comes from `views.compiler`; only the visible step's text, the diff and the mapped
 lines of the other stages are sent to the browser.
@@ -18,6 +19,12 @@ from dashboard.store import Run
 from dashboard.views import compiler as view
 from dashboard.views.compiler_data import compiler_data, profile_runs_with_kernel, python_source
 
+
+def _quiet(text: str) -> str:
+    """A panel's line where there is no code to show."""
+    return f'<p class="text-muted fst-italic small mb-0">{html_escape(text)}</p>'
+
+
 # Every panel the page's render callback fills, in its output order.
 PANELS = ("step_options", "step", "compare_options", "compare", "chart", "summary", "python", "python_note",
           "stages", "stages_note", "ir", "ir_note", "diff", "diff_note")
@@ -35,7 +42,7 @@ def panels(run: Run, state: view.State) -> dict[str, Any]:
     out["summary"] = summary(row)
     out["ir"], (first, last, total) = code_html(shown.text, set(shown.marked), text_id=row["text_id"],
                                                 stage=row["stage"]) \
-        if shown.text else ("*(no text: a binary stage file)*", (0, 0, 0))
+        if shown.text else (_quiet("(no text: a binary stage file)"), (0, 0, 0))
     out["ir_note"] = (f"{row['stage']} · {row['lines'] or 0} lines · {row['ops'] or 0} ops"
                       + (f" · {len(shown.marked)} lines from Python line {pyline}" if pyline else "")
                       + (f" · lines {first}–{last} of {total} shown (download for all)" if last - first + 1 < total
@@ -49,7 +56,11 @@ def panels(run: Run, state: view.State) -> dict[str, Any]:
 def summary(row: dict[str, Any]) -> list[Any]:
     what = {"before": "IR before", "after": "IR after", "failed": "IR after the FAILED pass",
             "internal": "SoftwarePipeliner snapshot", "file": "stage file"}.get(row["kind"], row["kind"])
-    changed = "changed by the previous pass" if row["changed"] else "unchanged from the previous snapshot"
+    growth = row.get("growth")
+    changed = (f"changed by {row.get('made_by') or 'the previous pass'}"
+               + (" (the pass before it)" if row["kind"] == "before" and row.get("made_by") else "")
+               + (f": {growth:+,} lines" if growth else "")) if row["changed"] else \
+        "unchanged from the previous snapshot"
     return [html.Strong(f"Step {row['step']}: "), f"{what} {row['pass_name'] or row['stage']}",
             html.Code(f" {row['pass_arg']}", className="ms-1") if row["pass_arg"] else None,
             f" · {changed}" if row["kind"] != "file" else "", f" · {row['source']}"
@@ -59,10 +70,10 @@ def summary(row: dict[str, Any]) -> list[Any]:
 def diff_panel(run: Run, state: view.State, shown: view.StepView) -> tuple[str, str]:
     compared = view.diff(run, state, shown)
     if compared is None:
-        return "*(the first step: nothing before it to compare with)*", ""
+        return _quiet("(the first step: nothing before it to compare with)"), ""
     diff, left, right = compared
     if diff is None:
-        return "*(no text to compare)*", ""
+        return _quiet("(no text to compare)"), ""
     note = (f"{left} → {right}: −{diff.removed} / +{diff.added} lines" if diff.removed or diff.added
             else f"{left} → {right}: identical")
     if state.diff_view == "side":
@@ -79,7 +90,7 @@ def python_panel(run: Run, shown: view.StepView, pyline: int | None) -> tuple[st
         body, _ = code_html("\n".join(source), {pyline} if pyline else set(), "data-py-line", faint=mapped)
         return body, f"{kernel_file} · blue numbers: lines with IR at this step"
     if locs is None or locs.is_empty():
-        return "*(no source locations in this IR)*", ""
+        return _quiet("(no source locations in this IR)"), ""
     pairs = sorted({(f, n) for f, n in zip(locs["file"], locs["line"], strict=True) if f == kernel_file} or
                    set(zip(locs["file"], locs["line"], strict=True)))
     rows = "".join(f'<span class="code-line{" hl" if n == pyline else ""}" data-py-line="{n}">'
@@ -89,14 +100,14 @@ def python_panel(run: Run, shown: view.StepView, pyline: int | None) -> tuple[st
 
 def stages_panel(run: Run, state: view.State, shown: view.StepView) -> tuple[str, str]:
     if not state.pyline:
-        return "*Click a Python line (or an IR line) to see its IR in every stage.*", ""
+        return _quiet("Click a Python line (or an IR line) to see its IR in every stage."), ""
     blocks = []
     found = view.stage_lines(run, state, shown)
     for snapshot, text, lines in found:
         blocks.append(f'<div class="small fw-bold mt-1">{snapshot["stage"]} (step {snapshot["step"]}): '
                       f"{len(lines)} lines</div>")
         blocks.append(excerpt_html(text, lines, "data-ir-line", snapshot["stage"], snapshot["text_id"]))
-    return ("".join(blocks) or "*(no IR line maps to this Python line)*",
+    return ("".join(blocks) or _quiet("(no IR line maps to this Python line)"),
             f"Python line {state.pyline}: IR in {len(found)} stages")
 
 

@@ -17,6 +17,16 @@ from functools import lru_cache
 from dashboard.analysis.compiler import SideRow
 
 MAX_RENDER_LINES = 1500  # longer texts show a window of this many lines; the download has all of them
+COLOUR_LINES = 400  # lines of a window given syntax colour
+CHUNK_LINES = 50  # lines per `ir-chunk` block: the browser lays out and paints only the blocks in view
+SIDE_MAX_CHARS = 110  # widest column of the side-by-side diff
+
+
+def _chunked(rows: Sequence[str]) -> str:
+    """Rows in blocks of CHUNK_LINES, each `content-visibility: auto` (assets/dashboard.css): 1500 coloured
+    lines are ~60k elements, and laying them all out took the browser seconds per step change."""
+    return "".join(f'<div class="ir-chunk">{"".join(rows[start:start + CHUNK_LINES])}</div>'
+                   for start in range(0, len(rows), CHUNK_LINES))
 
 _TOKEN = re.compile(
     r"(?P<comment>//[^\n]*|(?<![\w#]); [^\n]*)"  # `; x` after an entity (`&gt;`) is not an LLVM comment
@@ -80,9 +90,16 @@ def code_html(text: str, marked: Collection[int], attribute: str = "data-ir-line
     if len(lines) > limit and marked:
         first = max(0, min(min(marked) - 1 - limit // 4, len(lines) - limit))
     window = lines[first:first + limit]
-    shown = colour_lines("\n".join(window))
-    body = "".join(_line(number, content, attribute, number in marked, " has-map" if number in faint else "")
-                   for number, content in enumerate(shown, start=first + 1))
+    # Syntax colour costs ~40 elements a line of LLVM dialect: only the COLOUR_LINES around the first lit
+    # line (else the top) are coloured, the rest of the window is plain text (the browser parses every
+    # element of the window on each step change).
+    focus = (min(marked) - 1 - first) if marked else 0
+    low = max(0, min(focus - COLOUR_LINES // 4, len(window) - COLOUR_LINES))
+    high = low + COLOUR_LINES
+    shown = [*(_escape(line) for line in window[:low]), *colour_lines("\n".join(window[low:high])),
+             *(_escape(line) for line in window[high:])]
+    body = _chunked([_line(number, content, attribute, number in marked, " has-map" if number in faint else "")
+                     for number, content in enumerate(shown, start=first + 1)])
     where = f' data-text="{text_id}" data-stage="{html.escape(stage)}"' if text_id is not None else ""
     return f'<pre class="ir-code"{where}>{body}</pre>', (first + 1, first + len(window), len(lines))
 
@@ -96,26 +113,32 @@ def unified_html(diff: Sequence[str]) -> str:
         kind = ("d-hunk" if line.startswith("@@") else "d-file" if line.startswith(("+++", "---"))
                 else "d-add" if line.startswith("+") else "d-del" if line.startswith("-") else "")
         rows.append(f'<span class="code-line {kind}">{_escape(line) or " "}</span>')
-    return f'<pre class="ir-code ir-diff">{"".join(rows)}</pre>'
+    return f'<pre class="ir-code ir-diff">{_chunked(rows)}</pre>'
 
 
 def side_by_side_html(rows: Sequence[SideRow], left_title: str, right_title: str) -> str:
-    """A two-column table of aligned lines; folded runs of unchanged lines as one row."""
-    out = [f'<table class="ir-side"><thead><tr><th colspan="2">{html.escape(left_title)}</th>'
-           f'<th colspan="2">{html.escape(right_title)}</th></tr></thead><tbody>']
-    for row in rows[: 2 * MAX_RENDER_LINES]:
+    """Two columns of aligned lines (folded runs of unchanged lines as one row), as rows of a fixed grid in
+    CHUNK_LINES blocks: a table of thousands of rows is laid out whole, and took the browser a second or more."""
+    shown = rows[: 2 * MAX_RENDER_LINES]
+    # Each side as wide as its longest line up to SIDE_MAX_CHARS (longer lines end in "…"; the unified view
+    # and the download have them whole): one 678-character line put the right side 5,000 px away.
+    left_ch = min(max((len(row.left) for row in shown if row.tag != "fold"), default=20), SIDE_MAX_CHARS)
+    right_ch = min(max((len(row.right) for row in shown if row.tag != "fold"), default=20), SIDE_MAX_CHARS)
+    out = []
+    for row in shown:
         if row.tag == "fold":
-            out.append(f'<tr class="d-fold"><td colspan="4">{_escape(row.left)}</td></tr>')
+            out.append(f'<div class="side-row d-fold"><span>{_escape(row.left)}</span></div>')
             continue
-        left_class = "d-del" if row.tag in ("replace", "delete") and row.left_number else ""
-        right_class = "d-add" if row.tag in ("replace", "insert") and row.right_number else ""
-        out.append(
-            f'<tr><td class="ln">{row.left_number or ""}</td><td class="{left_class}">'
-            f'{_escape(row.left)}</td><td class="ln">{row.right_number or ""}</td>'
-            f'<td class="{right_class}">{_escape(row.right)}</td></tr>'
-        )
-    out.append("</tbody></table>")
-    return "".join(out)
+        left_class = " d-del" if row.tag in ("replace", "delete") and row.left_number else ""
+        right_class = " d-add" if row.tag in ("replace", "insert") and row.right_number else ""
+        out.append(f'<div class="side-row"><span class="ln">{row.left_number or ""}</span>'
+                   f'<span class="c{left_class}">{_escape(row.left)}</span>'
+                   f'<span class="ln">{row.right_number or ""}</span>'
+                   f'<span class="c{right_class}">{_escape(row.right)}</span></div>')
+    head = (f'<div class="side-row side-head"><span class="c">{html.escape(left_title)}</span>'
+            f'<span class="c">{html.escape(right_title)}</span></div>')
+    return (f'<div class="ir-side" style="--left-ch: {max(left_ch, 20)}; --right-ch: {max(right_ch, 20)}">'
+            f'{head}{_chunked(out)}</div>')
 
 
 def excerpt_html(text: str, lines: Sequence[int], attribute: str, stage: str, text_id: int, context: int = 0,

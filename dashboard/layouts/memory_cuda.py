@@ -20,6 +20,7 @@ from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run, RunNotFound
 from dashboard.views import memory_cuda as view
 from dashboard.views.chart_events import x_range_from_relayout
+from dashboard.views.text import counted
 
 EVIDENCE = view.EVIDENCE
 CURVES_ID = view.CHARTS["cuda-memory"]
@@ -47,35 +48,55 @@ def cuda_run(run_id: str | None) -> Run | None:
 
 
 def _table(header: list[str], rows: list[list[Any]], table_id: str) -> dbc.Table:
+    # Responsive: a long op name scrolls the table inside its card instead of widening the page.
     return dbc.Table([html.Thead(html.Tr([html.Th(h) for h in header])),
                       html.Tbody([html.Tr([html.Td(cell) for cell in row]) for row in rows])],
-                     id=table_id, size="sm", striped=True, hover=True, className="mb-0")
+                     id=table_id, size="sm", striped=True, hover=True, responsive=True, className="mb-0 small")
 
 
-def _peak_card(peak: analysis.Peak, origin: int) -> dbc.Col:
+def _peak_card(peak: analysis.Peak, origin: int, held: int) -> dbc.Col:
     culprit = (f"{peak.culprit} holds {format_bytes(peak.culprit_bytes)} of it" if peak.culprit
                else "no live allocation is known (the trace gives no addresses)")
+    before = f" · {format_bytes(held)} of it held before the profiler started" if held else ""
     return dbc.Col(dbc.Card(dbc.CardBody([
         html.Div(f"{peak.device} peak allocated", className="small text-muted"),
         html.H5(format_bytes(peak.allocated), className="mb-0 memory-cuda-peak-value"),
-        html.Div(f"at {format_ns(peak.time_ns - origin)} · {culprit}", className="small"),
+        html.Div(f"at {format_ns(peak.time_ns - origin)} · {culprit}{before}", className="small"),
     ])), md=4)
 
 
-def _live_section(data: view.CudaData, devices: tuple[str, ...], at: int | None) -> list[Any]:
+def _live_section(shown_view: view.CudaView, at: int | None) -> list[Any]:
     if at is None:
         return [html.Small("Click the curves (or “Live at the peak”) to list the allocations alive at a time.",
                            className="text-muted")]
-    lives = data.lives.filter(pl.col("device").is_in(devices))
+    data = shown_view.data
+    lives = data.lives.filter(pl.col("device").is_in(shown_view.devices))
     alive = analysis.live_at(lives, at)
     shown = alive.head(TOP_LIVE)
     rows = [[r["device"], format_bytes(r["size"]), f"{r['addr']:#x}", r["op"] or "", r["frame"] or "",
              format_ns(r["start_ns"] - data.origin_ns)] for r in shown.iter_rows(named=True)]
-    title = (f"Live at {format_ns(at - data.origin_ns)}: {alive.height:,} allocations, "
-             f"{format_bytes(int(alive['size'].sum()))}" + (f" (largest {TOP_LIVE} shown)" if alive.height > TOP_LIVE
-                                                           else ""))
-    return [html.H6(title, id="memory-cuda-live-title"),
+    recorded = int(alive["size"].sum())
+    title = (f"Live at {format_ns(at - data.origin_ns)}: {counted(alive.height, 'allocation')}, "
+             f"{format_bytes(recorded)}" + (f" (largest {TOP_LIVE} shown)" if alive.height > TOP_LIVE else ""))
+    return [html.H6(title, id="memory-cuda-live-title"), _held_line(shown_view, at, recorded),
             _table(["device", "size", "address", "op", "Python frame", "allocated at"], rows, "memory-cuda-live")]
+
+
+def _held_line(shown_view: view.CudaView, at: int, recorded: int) -> html.Div:
+    """Why the live allocations fall short of the allocator's total: what was held before the profiler started."""
+    total = shown_view.allocated_at(at)
+    held = sum(shown_view.held_before.values())
+    if total is None:
+        text = ("The trace gives no allocator totals: allocations made before the profiler started are not "
+                "known, so these are the allocations the trace recorded.")
+    elif held:
+        text = (f"The allocator reports {format_bytes(total)} allocated at this time: {format_bytes(recorded)} in "
+                f"the allocations the trace recorded, and {format_bytes(max(total - recorded, 0))} in allocations "
+                f"made before the profiler started ({format_bytes(held)} at its first event: the grey base of "
+                "the chart), which have no event of their own.")
+    else:
+        text = f"The allocator reports {format_bytes(total)} allocated at this time."
+    return html.Div(text, id="memory-cuda-held", className="small text-muted mb-2")
 
 
 def _ops_section(events: pl.DataFrame, lives: pl.DataFrame, at: int | None) -> list[Any]:
@@ -94,7 +115,7 @@ def render(run: Run, state: view.State) -> dict[str, Any]:
     shown = view.cuda_view(run, state)
     data = shown.data
     figure = view.figures(run, state)["cuda-memory"]
-    cards = [_peak_card(p, data.origin_ns) for p in shown.peaks]
+    cards = [_peak_card(p, data.origin_ns, shown.held_before.get(p.device, 0)) for p in shown.peaks]
     frag = shown.fragmentation()
     if frag.height:
         text = "; ".join(f"{r['device']}: {r['fragmentation']:.0%} ({format_bytes(r['largest_free'])} largest of "
@@ -109,7 +130,7 @@ def render(run: Run, state: view.State) -> dict[str, Any]:
         links = [dcc.Link("this window on the timeline", href=page_href("/timeline", run.id, window=window),
                           className="me-3"),
                  dcc.Link("kernels in this window", href=page_href("/kernels", run.id, window=window))]
-    return {"figure": figure, "cards": cards, "live": _live_section(data, shown.devices, state.at),
+    return {"figure": figure, "cards": cards, "live": _live_section(shown, state.at),
             "ops": _ops_section(shown.events, shown.lives, state.at), "links": links,
             "peak_at": shown.top.time_ns if shown.top else None}
 
@@ -128,8 +149,11 @@ def layout(run: Run, query: dict[str, Any]) -> html.Div:
     state = view.State.from_query(query, run)
     data = view.cuda_data(run, state.rank)
     parts = render(run, state)
+    held = view.cuda_view(run, state).held_before
     relative = (" Allocated counts from 0 at the trace start: the trace has no allocator totals (a 2021 trace), "
-                "so memory held before the profiler started is not included." if data.relative else "")
+                "so memory held before the profiler started is not included." if data.relative else
+                " Grey base: " + ", ".join(f"{device} held {format_bytes(value)}" for device, value in held.items())
+                + " before the profiler started (allocations the trace did not record)." if held else "")
     return html.Div([
         page_header("Memory", run, "CUDA allocator memory over time: allocated, reserved, live allocations"),
         dcc.Store(id="memory-cuda-view", data=_view(run, state, parts)),

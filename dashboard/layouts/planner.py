@@ -17,6 +17,7 @@ from dash import dcc, html
 from dashboard.analysis import planner_view as analysis
 from dashboard.figures.planner import CHANNEL_GRAPH_LAYOUT, DOT_GRAPH_LAYOUT, DOT_GRAPH_STYLESHEET, dot_graph_elements
 from dashboard.layouts.after_charts import AfterCharts
+from dashboard.layouts.grid_csv import csv_download
 from dashboard.layouts.page import chart
 from dashboard.layouts.planner_graphviz import graphviz_body, missing_notice
 from dashboard.store import Run
@@ -59,6 +60,7 @@ def _table_card(title: str, grid: AfterCharts, csv_id: str, hint: str = "") -> h
     return html.Div([
         html.Div([html.H6(title, className="mb-0 me-3"),
                   dbc.Button("Download CSV", id=csv_id, size="sm", color="primary", outline=True),
+                  csv_download(f"{csv_id}-download"),
                   html.Small(hint, className="text-muted ms-3")], className="d-flex align-items-center mb-2"),
         grid,
     ], className="chart-card")

@@ -26,6 +26,7 @@ GRAPH_MAX_HEIGHT = 16000
 GRAPH_IMAGE_OPTIONS_JS = f"""(function(container) {{
     const cy = container && container._cyreg && container._cyreg.cy;
     if (!cy) {{ return {{full: true, bg: "#ffffff"}}; }}
+    if (window.plannerHoldDetail) {{ window.plannerHoldDetail(container, 4000); }}  // full op labels in the image
     const box = cy.elements().boundingBox();
     const scale = Math.min({EXPORT_SCALE}, {EXPORT_WIDTH * EXPORT_SCALE} / Math.max(box.w, 1),
                            {GRAPH_MAX_HEIGHT} / Math.max(box.h, 1));

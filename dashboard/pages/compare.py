@@ -7,6 +7,7 @@ planner, compiler; layouts/compare_sections).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 import dash
 import dash_bootstrap_components as dbc
@@ -19,14 +20,17 @@ from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.compare_compiler import compiler_body
 from dashboard.layouts.compare_sections import more_sections, planner_body
 from dashboard.layouts.controls import kernel_table, rank_control
+from dashboard.layouts.grid_csv import csv_download, register_grid_csv
 from dashboard.layouts.page import chart, page_header, resolve_run
 from dashboard.layouts.server_state import current_store, fired_ids
-from dashboard.layouts.shell import url_state_store
+from dashboard.layouts.shell import PAGES_LOCATION, url_state_store
+from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import RunNotFound
 from dashboard.views import compare as view
+from dashboard.views import compare_sides as view_sides
 from dashboard.views import run_views
 from dashboard.views.compare_sides import CompareView, compare_view
-from dashboard.views.kernel_table import NUMBER_FORMAT
+from dashboard.views.kernel_table import NUMBER_FORMAT, csv_columns
 from dashboard.views.params import ALL_RANKS, parse_rank
 
 dash.register_page(__name__, path="/compare", name="Compare", order=7, title="Compare · dashboard")
@@ -61,8 +65,36 @@ def column_defs(unit: str) -> list[dict]:
     ]
 
 
-def _other_options() -> list[dict[str, str]]:
-    return [{"label": info.id, "value": info.id} for info in current_store().list_runs() if info.evidence]
+def _other_options(a_run: Any, current: str | None = None) -> list[dict[str, Any]]:
+    """B's picker: the runs sharing an evidence kind with A, under a (disabled) heading per kind, newest first
+    (`current`, the B shown, always among them: a dropdown drops a value it does not list)."""
+    options: list[dict[str, Any]] = []
+    for choice in view_sides.b_choices(current_store(), a_run, current):
+        heading = f"── {EVIDENCE_LABELS.get(choice.kind, choice.kind)} ──"
+        if not options or options[-1].get("group") != choice.kind:
+            options.append({"label": heading, "value": f"kind:{choice.kind}", "disabled": True,
+                            "group": choice.kind})
+        options.append({"label": choice.label, "value": choice.run_id, "title": choice.run_id, "group": choice.kind})
+    return [{key: value for key, value in option.items() if key != "group"} for option in options]
+
+
+def _ask_for_b(chosen: Any, header: Any) -> html.Div:
+    """No B in the URL and none to take by default (no other rank, no earlier run of this name): the picker
+    and a line saying why nothing is compared yet. Picking a run loads the page for A and it."""
+    options = _other_options(chosen)
+    message = (f"Choose the run to compare with (B). No earlier run is named “{chosen.info.name}” and this run has "
+               "one rank, so nothing is compared until you pick one." if options else
+               "Nothing to compare with: no other run shares this run's evidence, and it has one rank. Ingest a "
+               "second run (or a multi-rank trace) on the Runs page.")
+    return html.Div([
+        header, dcc.Store(id="compare-run", data=chosen.id),
+        html.Div([html.Span("A (baseline)", className="fw-semibold me-2"), html.Span(chosen.id, className="me-4"),
+                  html.Span("B", className="fw-semibold me-2"),
+                  dcc.Dropdown(id="compare-pick-other", options=options, value=None, placeholder="Choose B…",
+                               clearable=False, style={"minWidth": "420px"})],
+                 className="d-flex flex-wrap align-items-center gap-1 mb-2"),
+        dbc.Alert(message, color="info", id="compare-choose-b", className="missing-evidence"),
+    ], id="compare-page")
 
 
 def _resolve_a(run_id: str | None) -> tuple[Any, Any]:
@@ -123,10 +155,7 @@ def layout(run: str | None = None, **query: Any) -> html.Div:
     state = view.State.from_query(query, chosen)
     sides = view.sides(store, chosen, state)
     if sides is None:
-        return html.Div([header, dbc.Alert(
-            "Nothing to compare with: this run has one rank and no other run shares its evidence. Ingest a second "
-            "run (or a multi-rank trace) on the Runs page.", color="info", className="missing-evidence")],
-            id="compare-page")
+        return _ask_for_b(chosen, header)
     compared = compare_view(store, *sides)
     a, b = sides
     shown = render(compared, state)
@@ -135,8 +164,8 @@ def layout(run: str | None = None, **query: Any) -> html.Div:
         html.Span("A (baseline)", className="fw-semibold me-2"),
         rank_control("compare-rank", ranks, a.rank),
         html.Span("B", className="fw-semibold me-2"),
-        dcc.Dropdown(id="compare-other", options=_other_options(), value=b.run_id, clearable=False,
-                     style={"minWidth": "320px"}, className="me-2"),
+        dcc.Dropdown(id="compare-other", options=_other_options(chosen, b.run_id), value=b.run_id, clearable=False,
+                     style={"minWidth": "420px"}, className="me-2"),
         dcc.Dropdown(id="compare-other-rank", options=_other_rank_options(b.run_id),
                      value=ALL_RANKS if b.rank is None else str(b.rank), clearable=False, searchable=False,
                      style={"minWidth": "130px"}, className="me-4"),
@@ -172,7 +201,8 @@ def layout(run: str | None = None, **query: Any) -> html.Div:
                      className="chart-card"),
             html.Div([
                 html.Div([html.H6("Every kernel, largest change first", className="mb-0 me-3"),
-                          dbc.Button("Download CSV", id="compare-csv", size="sm", color="primary", outline=True)],
+                          dbc.Button("Download CSV", id="compare-csv", size="sm", color="primary", outline=True),
+                          csv_download("compare-csv-download")],
                          className="d-flex align-items-center mb-2"),
                 AfterCharts(kernel_table("compare-table", shown["rows"], shown["columns"], f"{chosen.id}-compare",
                                          selectable=False), min_height=420),
@@ -292,6 +322,13 @@ def update_compiler(compile_a: Any, compile_b: Any, ir_pass: Any, run_id: str, o
     return body, chosen["pass_options"], chosen.get("ir_pass"), state.url_state()
 
 
-@callback(Output("compare-table", "exportDataAsCsv"), Input("compare-csv", "n_clicks"), prevent_initial_call=True)
-def export_compare_csv(_clicks: Any) -> bool:
-    return True
+@callback(Output(PAGES_LOCATION, "search", allow_duplicate=True), Input("compare-pick-other", "value"),
+          State("compare-run", "data"), prevent_initial_call=True)
+def pick_b(other: str | None, run_id: str) -> str:
+    """B picked on a page that compared nothing yet: load the page for A and B (the router re-renders it)."""
+    if not other or other.startswith("kind:"):
+        raise PreventUpdate
+    return "?" + urlencode({"run": run_id, "other": other})
+
+
+register_grid_csv("compare-csv", "compare-table", "compare-csv-download", keys=csv_columns)

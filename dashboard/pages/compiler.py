@@ -58,12 +58,15 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     ], className="d-flex flex-wrap align-items-end")
 
     def panel(title: str, name: str) -> html.Div:
+        # The code arrives as one HTML string in a store and the browser parses it into the empty Div
+        # (CODE_PANELS_JS): React never owns those lines. Rendered by dcc.Markdown, an 18k-line IR step
+        # took 3-4 s of the browser's time per step change.
         return html.Div([
             html.Div([html.Strong(title, className="me-2"),
                       html.Small(parts[f"{name}_note"], id=f"compiler-{name}-note", className="text-muted")],
                      className="mb-1"),
-            html.Div(dcc.Markdown(parts[name], id=f"compiler-{name}", dangerously_allow_html=True),
-                     className="ir-panel"),
+            dcc.Store(id=f"compiler-{name}-html", data=parts[name]),
+            html.Div(html.Div(id=f"compiler-{name}", className="ir-html"), className="ir-panel"),
         ], className="mb-3")
 
     return html.Div([
@@ -117,13 +120,13 @@ def update_state(compile_value: Any, step_value: Any, compare_value: Any, view_v
     Output("compiler-compare", "value"),
     Output("compiler-pass-chart", "figure"),
     Output("compiler-step-summary", "children"),
-    Output("compiler-python", "children"),
+    Output("compiler-python-html", "data"),
     Output("compiler-python-note", "children"),
-    Output("compiler-stages", "children"),
+    Output("compiler-stages-html", "data"),
     Output("compiler-stages-note", "children"),
-    Output("compiler-ir", "children"),
+    Output("compiler-ir-html", "data"),
     Output("compiler-ir-note", "children"),
-    Output("compiler-diff", "children"),
+    Output("compiler-diff-html", "data"),
     Output("compiler-diff-note", "children"),
     Input(STATE, "data"),
     State("compiler-run", "data"),
@@ -166,27 +169,28 @@ def download_step(_clicks: int, drawn: dict[str, Any] | None, run_id: str) -> An
     return dcc.send_string(text, name)
 
 
-# Bring the first lit line of each code panel into view once the panel has drawn: dcc.Markdown
-# renders after the callback returns (on first load after its code chunk arrives), hence the
-# retries; a panel the user scrolled since is left alone. The page itself does not scroll.
+# The code panels: each HTML string goes into its (React-empty) Div in one native parse, then the first lit
+# line of each panel is brought into view; a panel the user scrolled since is left alone, and the page
+# itself does not scroll. compiler.js listens for clicks on the lines.
+CODE_PANELS_JS = """
+function(python, stages, ir, diff) {
+    const contents = {python: python, stages: stages, ir: ir, diff: diff};
+    Object.entries(contents).forEach(function([name, content]) {
+        const target = document.getElementById("compiler-" + name);
+        if (target && target.drawnHtml !== content) {  // a property, not an attribute: megabytes of it
+            target.innerHTML = content || "";
+            target.drawnHtml = content;
+        }
+    });
+    document.querySelectorAll("#compiler-page .ir-panel").forEach(function(panel) {
+        const lit = panel.querySelector(".code-line.hl");
+        if (lit) { panel.scrollTop = Math.max(0, lit.offsetTop - panel.clientHeight / 3); }
+    });
+    return Date.now();
+}
+"""
 clientside_callback(
-    """
-    function() {
-        const scrolled = new Set();
-        [50, 250, 800, 2000].forEach(function(delay) {
-            setTimeout(function() {
-                document.querySelectorAll("#compiler-page .ir-panel").forEach(function(panel) {
-                    const lit = panel.querySelector(".code-line.hl");
-                    if (!lit || scrolled.has(panel)) { return; }
-                    panel.scrollTop = Math.max(0, lit.offsetTop - panel.clientHeight / 3);
-                    scrolled.add(panel);
-                });
-            }, delay);
-        });
-        return window.dash_clientside.no_update;
-    }
-    """,
+    CODE_PANELS_JS,
     Output("compiler-scroll", "data"),
-    Input("compiler-ir", "children"),
-    Input("compiler-python", "children"),
+    *[Input(f"compiler-{name}-html", "data") for name in ("python", "stages", "ir", "diff")],
 )

@@ -22,6 +22,7 @@ from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
 from dashboard.views.history import history
+from dashboard.views.text import counted
 
 dash.register_page(__name__, path="/history", name="History", order=8, title="History · dashboard")
 
@@ -37,7 +38,7 @@ def compare_href(run_ids: list[str], run_id: str) -> str | None:
 def _names() -> tuple[list[dict[str, str]], str | None]:
     """Dropdown options (run names with their counts, then all runs) and the name with the most runs."""
     counts = Counter(info.name for info in current_store().list_runs())
-    options = [{"label": f"{name} ({count} runs)", "value": name} for name, count in counts.most_common()]
+    options = [{"label": f"{name} ({counted(count, 'run')})", "value": name} for name, count in counts.most_common()]
     options.append({"label": "all runs", "value": ALL_RUNS})
     return options, (counts.most_common(1)[0][0] if counts else None)
 
@@ -78,7 +79,7 @@ def layout(runs: str | None = None, name: str | None = None, run: str | None = N
         chosen_name = commonest
     run_ids = _series(chosen_name, runs)
     figure, table = render(run_ids)
-    picked = f"{len(run_ids)} runs picked on the Runs page" if runs else None
+    picked = f"{counted(len(run_ids), 'run')} picked on the Runs page" if runs else None
     return html.Div([
         page_header("History", None, "A series of runs as a trend; click a point to compare its run with the one "
                                      "before"),

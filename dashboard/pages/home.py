@@ -8,6 +8,7 @@ from typing import Any
 import dash
 import dash_ag_grid as dag
 import dash_bootstrap_components as dbc
+import polars as pl
 from dash import Input, Output, State, callback, dcc, html
 
 from dashboard.analysis.units import format_bytes
@@ -21,23 +22,26 @@ from dashboard.layouts.server_state import current_jobs, current_settings, curre
 from dashboard.layouts.shell import RUNS_VERSION
 from dashboard.schema import EVIDENCE_LABELS
 from dashboard.store import RunInfo, RunNotFound
+from dashboard.views import run_pages
 
 dash.register_page(__name__, path="/", name="Runs", order=0, title="Runs · dashboard")
 register_callbacks()  # the failed-uploads section's callbacks, for this app
 
-# The first page that shows each kind of evidence, for the "open" links.
-EVIDENCE_PAGES = {
-    "kernels": ("/kernels", "Kernels"),
-    "layers": ("/layers", "Layers"),
-    "memory": ("/memory", "Memory"),
-    "planner": ("/planner", "Planner"),
-    "compiler": ("/compiler", "Compiler"),
-}
-
-
 def runs_rows() -> list[dict[str, Any]]:
-    infos = current_store().list_runs(include_damaged=True)  # damaged ones too: listed with what is wrong
-    return [_damaged_row(info) if info.damaged else _row(info) for info in infos]
+    store = current_store()
+    infos = store.list_runs(include_damaged=True)  # damaged ones too: listed with what is wrong
+    counts = run_pages.name_counts([info for info in infos if not info.damaged])
+    rows = []
+    for info in infos:
+        if info.damaged:
+            rows.append(_damaged_row(info))
+            continue
+        try:
+            links = run_pages.run_links(store.open(info.id), counts)
+        except (OSError, RunNotFound, pl.exceptions.PolarsError):  # a run going away, or damaged: no links
+            links = []
+        rows.append(_row(info, links))
+    return rows
 
 
 def _damaged_row(info: RunInfo) -> dict[str, Any]:
@@ -48,9 +52,10 @@ def _damaged_row(info: RunInfo) -> dict[str, Any]:
             "damaged": info.damaged}
 
 
-def _row(info: RunInfo) -> dict[str, Any]:
-    links = [f"[{label}]({page_href(path, info.id)})" for kind, (path, label) in EVIDENCE_PAGES.items()
-             if kind in info.evidence]
+def _row(info: RunInfo, pages: list[tuple[str, str, dict[str, str]]]) -> dict[str, Any]:
+    """A run's grid row; `pages`: (path, text, query) of each page with data for it, Insights first."""
+    links = [f"[{text}]({page_href(path, None if path == '/history' else info.id, **query)})"
+             for path, text, query in pages]
     return {
         "id": info.id,
         "name": info.name,
@@ -71,17 +76,17 @@ def _row(info: RunInfo) -> dict[str, Any]:
 # Minimum widths add up to what a 1440 px window leaves the grid (~1375 px beside the tick column), so
 # sizeToFit never squeezes a column under its header; the numbers stay whole ("3…" said nothing).
 COLUMNS = [
-    {"field": "id", "headerName": "Run", "minWidth": 200, "pinned": "left"},
-    {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 150,
-     "cellRendererParams": {"linkTarget": "_self"}, "tooltipField": "damaged",
-     "cellClassRules": {"run-damaged": "params.data.damaged"}},
-    {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 155,
+    {"field": "id", "headerName": "Run", "minWidth": 185, "pinned": "left"},
+    {"field": "open", "headerName": "Open", "cellRenderer": "markdown", "minWidth": 230, "wrapText": True,
+     "autoHeight": True, "cellRendererParams": {"linkTarget": "_self"}, "cellClass": "runs-open-links",
+     "tooltipField": "damaged", "cellClassRules": {"run-damaged": "params.data.damaged"}},
+    {"field": "download", "headerName": "Download", "cellRenderer": "markdown", "minWidth": 140,
      "cellRendererParams": {"linkTarget": "_self"}},
-    {"field": "evidence", "headerName": "Evidence", "minWidth": 165, "tooltipField": "evidence"},
+    {"field": "evidence", "headerName": "Evidence", "minWidth": 135, "tooltipField": "evidence"},
     # Beside the evidence it qualifies; the list itself is under the table and in the tooltip.
     {"field": "warnings", "headerName": "Warnings", "minWidth": 120, "tooltipField": "warnings_text",
      "valueFormatter": {"function": "params.value ? '⚠ ' + params.value : ''"}},
-    {"field": "sources", "headerName": "Sources", "minWidth": 135, "tooltipField": "sources"},
+    {"field": "sources", "headerName": "Sources", "minWidth": 115, "tooltipField": "sources"},
     {"field": "created", "headerName": "Created", "sort": "desc", "minWidth": 150},
     {"field": "rows", "headerName": "Rows", "type": "rightAligned", "minWidth": 95,
      "valueFormatter": {"function": "d3.format(',')(params.value)"}},
@@ -219,14 +224,13 @@ def _new_run_warnings(run_id: str) -> html.Details | None:
 
 
 def _best_page(run_id: str) -> str:
+    """Where a new run's link leads: the first page with data for it (Insights, what to fix first)."""
     try:
-        evidence = current_store().open(run_id).info.evidence
+        run = current_store().open(run_id)
     except RunNotFound:
         return "/"
-    for kind, (path, _label) in EVIDENCE_PAGES.items():
-        if kind in evidence:
-            return page_href(path, run_id)
-    return "/"
+    path = run_pages.run_links(run, {})[0][0]
+    return page_href(path, run_id)
 
 
 callback(Output("compare-runs", "href"), Output("compare-runs", "disabled"), Output("history-runs-link", "href"),

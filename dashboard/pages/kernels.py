@@ -19,6 +19,7 @@ from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.figures.kernels import keys_from_event
 from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.controls import kernel_table, rank_control, window_chip
+from dashboard.layouts.grid_csv import csv_download, register_grid_csv
 from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
@@ -77,6 +78,7 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
             dbc.Switch(id="kernels-only-selected", label="only the selection", value=state.only,
                        className="mb-0 me-3 small"),
             dbc.Button("Download CSV", id="kernels-csv", size="sm", color="primary", outline=True),
+            csv_download("kernels-csv-download"),
             html.Small("Tick rows to select kernels; click a bar or lasso points on the scatter to do the same.",
                        className="text-muted ms-3"),
         ], className="d-flex align-items-center mb-2"),
@@ -182,10 +184,5 @@ def update_kernels(rank_value: Any, group_value: Any, top_value: Any, only: bool
     )
 
 
-@callback(Output("kernels-table", "exportDataAsCsv"), Output("kernels-table", "csvExportParams"),
-          Input("kernels-csv", "n_clicks"), State("kernels-table", "columnDefs"),
-          State("kernels-table", "csvExportParams"), prevent_initial_call=True)
-def export_kernels_csv(_clicks: Any, columns: list[dict] | None,
-                       params: dict[str, Any] | None) -> tuple[bool, dict[str, Any]]:
-    # The columns follow the grouping, so the CSV's columns (full names, no chart labels) are named now.
-    return True, {**(params or {}), "columnKeys": csv_columns(columns or [])}
+# The columns follow the grouping: the CSV's (full names, no chart labels) are taken when it is asked for.
+register_grid_csv("kernels-csv", "kernels-table", "kernels-csv-download", keys=csv_columns)

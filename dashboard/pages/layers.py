@@ -17,13 +17,14 @@ from dashboard.analysis.gpu_busy import BUSY_DEFINITION
 from dashboard.analysis.gpu_peak_flops import DTYPE_LABELS
 from dashboard.figures.layers import layer_from_event
 from dashboard.layouts.controls import kernel_table, rank_control, window_chip
+from dashboard.layouts.grid_csv import csv_download, register_grid_csv
 from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
 from dashboard.views import layers as view
 from dashboard.views import run_views
-from dashboard.views.kernel_table import window_text
+from dashboard.views.kernel_table import csv_columns, window_text
 from dashboard.views.params import format_window
 
 dash.register_page(__name__, path="/layers", name="Layers", order=2, title="Layers · dashboard")
@@ -107,10 +108,12 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
                        className="me-2", disabled=selected is None),
             dbc.Button("Download CSV", id="layers-csv", size="sm", color="primary", outline=True,
                        disabled=selected is None),
+            csv_download("layers-csv-download"),
         ], className="d-flex align-items-center mb-2"),
         html.Div(detail_body(chosen.id, detail), id="layers-detail-body"),
     ], className="chart-card")
     no_flops = view.no_flops(boxes["layer-throughput"])
+    no_layers = view.no_layers(boxes["layer-runtime"])
     return html.Div([
         header,
         dcc.Store(id="layers-run", data=chosen.id),
@@ -119,13 +122,15 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
         url_state_store("layers", state.url_state()),
         controls,
         html.Div(note(view.note_texts(chosen, state)), id="layers-note", className="small text-muted mb-2"),
+        dbc.Alert(view.NO_BOXES, id="layers-no-layers", color="secondary", className="small",
+                  style={} if no_layers else HIDDEN),
         html.Div(chart("layers-runtime", boxes["layer-runtime"], f"{chosen.id}-layer-runtime"),
-                 className="chart-card"),
+                 id="layers-runtime-card", className="chart-card", style=HIDDEN if no_layers else {}),
         html.Div(chart("layers-throughput", boxes["layer-throughput"], f"{chosen.id}-layer-throughput"),
-                 id="layers-throughput-card", className="chart-card", style=HIDDEN if no_flops else {}),
+                 id="layers-throughput-card", className="chart-card", style=HIDDEN if no_flops or no_layers else {}),
         dbc.Alert(NO_THROUGHPUT_TEXT, id="layers-no-throughput", color="secondary", className="small",
-                  style={} if no_flops else HIDDEN),
-        detail_card,
+                  style={} if no_flops and not no_layers else HIDDEN),
+        html.Div(detail_card, id="layers-detail-card", style=HIDDEN if no_layers else {}),
     ], id="layers-page")
 
 
@@ -134,15 +139,25 @@ NO_THROUGHPUT_TEXT = ("No throughput chart: FLOPs are unknown for every layer in
                       "cannot be computed. The trace records no FLOP counts (PyTorch profiler: with_flops=True).")
 # The message stands in for the throughput chart whenever that chart has nothing to draw (rank or window
 # changes can bring FLOPs in or out): decided from the figure itself, in the browser.
+# Without a layer occurrence (a run with no module ranges and no layer-attributed kernel, or a rank or
+# window holding none) both cards and the detail give way to one line.
 clientside_callback(
     """
-    function(figure) {
-        const none = Boolean(figure && figure.layout && figure.layout.meta && figure.layout.meta.no_flops);
-        return [none ? {display: "none"} : {}, none ? {} : {display: "none"}];
+    function(runtime, throughput) {
+        const meta = function(figure) { return (figure && figure.layout && figure.layout.meta) || {}; };
+        const noLayers = Boolean(meta(runtime).no_layers);
+        const noFlops = Boolean(meta(throughput).no_flops);
+        const hidden = {display: "none"};
+        return [noLayers || noFlops ? hidden : {}, noFlops && !noLayers ? {} : hidden,
+                noLayers ? hidden : {}, noLayers ? {} : hidden, noLayers ? hidden : {}];
     }
     """,
     Output("layers-throughput-card", "style"),
     Output("layers-no-throughput", "style"),
+    Output("layers-runtime-card", "style"),
+    Output("layers-no-layers", "style"),
+    Output("layers-detail-card", "style"),
+    Input("layers-runtime", "figure"),
     Input("layers-throughput", "figure"),
     prevent_initial_call=True,
 )
@@ -226,7 +241,5 @@ def _selected_store(state: view.State) -> list[str] | None:
     return list(state.selected) if state.selected else None
 
 
-@callback(Output({**view.DETAIL_TABLE, "part": ALL}, "exportDataAsCsv"), Input("layers-csv", "n_clicks"),
-          State({**view.DETAIL_TABLE, "part": ALL}, "id"), prevent_initial_call=True)
-def export_layer_kernels_csv(_clicks: Any, tables: list[Any]) -> list[bool]:
-    return [True] * len(tables)
+register_grid_csv("layers-csv", {**view.DETAIL_TABLE, "part": ALL}, "layers-csv-download", matched=True,
+                  keys=csv_columns)

@@ -26,6 +26,7 @@ from dash import ALL, Input, Output, Patch, State, callback, clientside_callback
 from dash.exceptions import PreventUpdate
 
 from dashboard.analysis import planner_view as analysis
+from dashboard.layouts.grid_csv import register_grid_csv
 from dashboard.layouts.page import run_page
 from dashboard.layouts.planner import (
     DOT_GRAPH_ID,
@@ -239,8 +240,7 @@ clientside_callback(APPLY_SELECTION_JS, Output("planner-graph-applied", "data"),
 for _grid, _button in ((TABLE_IDS["SMEM"], "planner-smem-csv"), (TABLE_IDS["TMEM"], "planner-tmem-csv"),
                        ("planner-channel-table", "planner-channel-csv"),
                        ("planner-partition-table", "planner-partition-csv")):
-    clientside_callback("function(n) { return n ? true : dash_clientside.no_update; }",
-                        Output(_grid, "exportDataAsCsv"), Input(_button, "n_clicks"), prevent_initial_call=True)
+    register_grid_csv(_button, _grid, f"{_button}-download")
 
 for _graph, _button, _suffix in ((GRAPH_ID, "planner-graph-png", "channel-graph"),
                                 (DOT_GRAPH_ID, "planner-dot-png", "graph")):

@@ -60,6 +60,12 @@ def sides(store: RunStore, run: Run, state: State) -> tuple[Side, Side] | None:
     return choose_sides(store, run, state.rank, state.other, other_rank)
 
 
+def has_charts(run: Run) -> bool:
+    """Whether the page compares anything for this run by default (another rank, the previous run of its name,
+    its own compiles): else it asks for B and draws nothing."""
+    return choose_sides(RunStore.containing(run), run, None, None, None) is not None
+
+
 def both_have_kernels(store: RunStore, a: Side, b: Side) -> bool:
     return all(store.open(side.run_id).has_evidence("kernels") for side in (a, b))
 
@@ -93,8 +99,9 @@ def summary_text(view: CompareView) -> str:
     return (f"Kernel time A: {format_ns(totals.total_a_ns)} in {totals.launches_a:,} launches · "
             f"B: {format_ns(totals.total_b_ns)} in {totals.launches_b:,} launches{moved} · "
             f"{totals.both} kernels on both sides, {totals.only_a} only in A, {totals.only_b} only in B"
-            + (f" ({view.renamed.height} of them matched as renamed: same demangled base name"
-               " [and template arguments]; see the table's match column)" if view.renamed.height else ""))
+            + (f" ({view.renamed.height} of them paired as one kernel renamed: same short name, and launch "
+               "signature where it tells them apart; the table's match and A-name columns show each pairing)"
+               if view.renamed.height else ""))
 
 
 def table_rows(view: CompareView) -> tuple[list[dict[str, Any]], str]:

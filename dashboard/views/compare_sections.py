@@ -5,6 +5,7 @@ and by the PNG export alike."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
+import polars as pl
 
 from dashboard.analysis.compare import Side
 from dashboard.analysis.compare_cuda_memory import run_peak_deltas
@@ -24,10 +25,9 @@ from dashboard.views.compare_sides import memory_rank, shared_evidence
 PLANNER_TABLES = ("ws_buffers", "ws_ops", "ws_channels")
 
 
-# The sections' figures are kept per (runs, sides) like every view result (views.cache): building a plotly
-# figure is most of /compare's layout time (0.3 s of its 0.4-0.6 s on the demo). Callers treat them as
-# read-only, as they do every cached view result.
-@per_run(maxsize=8)
+# The section charts are cached per pair of runs and sides (views.cache): a page load, its callbacks and the
+# PNG export draw the same ones, and building a plotly figure (subplots, validation) costs ~0.1 s.
+@per_run(16)
 def passes_figures(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, go.Figure]:
     kernels_a = run_views.filtered_kernels(run_a, a.rank, None)
     kernels_b = run_views.filtered_kernels(run_b, b.rank, None)
@@ -36,7 +36,7 @@ def passes_figures(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, go.Fig
             "compare-busy": busy_figure(busy, a.label, b.label)}
 
 
-@per_run(maxsize=8)
+@per_run(16)
 def memory_figure(run_a: Run, run_b: Run, a: Side, b: Side) -> go.Figure:
     memory_a, memory_b = run_a.frame("op_memory"), run_b.frame("op_memory")
     rank_a, rank_b = memory_rank(run_a, a.rank), memory_rank(run_b, b.rank)
@@ -46,9 +46,15 @@ def memory_figure(run_a: Run, run_b: Run, a: Side, b: Side) -> go.Figure:
                                  first_divergence(curves), a.label, b.label)
 
 
-@per_run(maxsize=8)
+@per_run(16)
+def cuda_peaks(run_a: Run, run_b: Run, rank_a: int | None, rank_b: int | None) -> tuple[pl.DataFrame, int, int]:
+    """compare_cuda_memory.run_peak_deltas, once per pair (the section's table and chart both read it)."""
+    return run_peak_deltas(run_a, run_b, rank_a, rank_b)
+
+
+@per_run(16)
 def cuda_memory_figure(run_a: Run, run_b: Run, a: Side, b: Side) -> go.Figure:
-    return compare_cuda_memory_figure(run_peak_deltas(run_a, run_b, a.rank, b.rank)[0], a.label, b.label)
+    return compare_cuda_memory_figure(cuda_peaks(run_a, run_b, a.rank, b.rank)[0], a.label, b.label)
 
 
 def planner_groups_of(run: Run) -> list[str]:
@@ -64,7 +70,7 @@ def planner_choice(run_a: Run, run_b: Run, wanted: tuple[str | None, str | None]
     return (wanted[0] if wanted[0] in groups_a else chosen[0], wanted[1] if wanted[1] in groups_b else chosen[1])
 
 
-@per_run(maxsize=8)
+@per_run(16)
 def planner_figure(run_a: Run, run_b: Run, group_a: str, group_b: str, label_a: str, label_b: str) -> go.Figure:
     changes = buffer_changes(run_a.frame("ws_buffers"), group_a, run_b.frame("ws_buffers"), group_b)
     return liveness_figure(changes, label_a, label_b)

@@ -66,8 +66,29 @@ def compared(run: Run, state: State) -> ir.Compared | None:
 
 
 def steps_of(run: Run, compile_index: int | None) -> pl.DataFrame:
+    """The steps of one compile in dump order, with `made_by` and `growth` (with_made_by)."""
     data = compiler_data(run)
-    return ir.compile_steps(data.steps, compile_index) if compile_index is not None else data.steps.head(0)
+    return with_made_by(ir.compile_steps(data.steps, compile_index) if compile_index is not None
+                        else data.steps.head(0))
+
+
+def with_made_by(steps: pl.DataFrame) -> pl.DataFrame:
+    """`steps` with `made_by`, the pass whose output a snapshot is, and `growth`, its lines minus the previous
+    snapshot's (null for the first).
+
+    `MLIR_ENABLE_DUMP` writes the IR *before* each pass: the snapshot "before InitializeWSClusterBarriers" is
+    what the pass before it (ConvertTritonGPUToLLVM) made, so a jump in lines is that pass's doing. An "after"
+    (or failed) snapshot is its own pass's output; a stage file is the stage's.
+    """
+    if steps.is_empty():
+        return steps.with_columns(pl.lit(None, pl.String).alias("made_by"), pl.lit(None, pl.Int64).alias("growth"))
+    previous_pass = pl.col("pass_name").shift(1)
+    return steps.with_columns(
+        pl.when(pl.col("kind") == "before").then(previous_pass)
+        .when(pl.col("kind") == "file").then(pl.col("stage") + pl.lit(" file"))
+        .otherwise(pl.col("pass_name")).alias("made_by"),
+        (pl.col("lines") - pl.col("lines").shift(1)).alias("growth"),
+    )
 
 
 def kernel_row(run: Run, compile_index: int | None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import polars as pl
 
 from dashboard.analysis.gpu_peak_flops import AUTO, DTYPE_SHORT, DTYPES, Peak, choose_peak
 from dashboard.analysis.layers import PASSES
+from dashboard.analysis.units import format_ns
 from dashboard.figures.kernels import TOTAL_ONE_RANK, top_kernels_figure, total_rank_sum
 from dashboard.figures.layers import PASS_LABELS, highlight_shapes, layer_box_figure, layer_order
 from dashboard.store import Run
@@ -24,6 +25,7 @@ from dashboard.views import params, run_views
 from dashboard.views.cache import per_run
 from dashboard.views.kernel_table import busy_text, kernel_column_defs, kernel_rows
 from dashboard.views.state import ViewState, param
+from dashboard.views.text import counted
 
 DEFAULT_DTYPE = AUTO
 PEAK_CHOICES = (AUTO, *DTYPES)
@@ -51,6 +53,7 @@ NO_LAYERS = ("No layer occurrences: this run has no module ranges and no kernel 
              "(capture with torch module hooks, or profile with with_modules=True). ")
 NO_FLOPS = "FLOPs unknown for every layer: no throughput."
 DETAIL_HINT = "Click a box to list the kernels of that layer and pass."
+NO_BOXES = "No layer occurrence in this selection: no boxes to draw."
 
 
 @dataclass(frozen=True)
@@ -120,14 +123,35 @@ def peak_note(chosen: Peak) -> str:
     return f"Peak: {chosen.label}{device}{dtype}."
 
 
+def coverage_text(run: Run, state: State) -> str:
+    """How much of the kernel time the layers hold: the share of kernel time (in this rank and window) of
+    kernels attributed to a layer, and how many layers there are. A page showing one layer that holds 8 % of
+    the time must say so, or its boxes read as the whole story."""
+    layers = view(run, state).stats
+    if layers.height == 0:
+        return ""
+    kernels = run_views.filtered_kernels(run, state.rank, state.window)
+    total = int(kernels.get_column("time_ns").sum() or 0) if kernels.height else 0
+    count = counted(layers.get_column("layer").n_unique(), "layer")
+    if total == 0 or "layer" not in kernels.columns:
+        return f"{count}. "
+    inside = int(kernels.filter(pl.col("layer").is_not_null()).get_column("time_ns").sum() or 0)
+    if inside == 0:
+        return f"{count}; no kernel is attributed to a layer, so their share of kernel time is unknown. "
+    return (f"{count} holding {inside / total:.1%} of kernel time ({format_ns(inside)} of {format_ns(total)}: "
+            f"kernels attributed to a layer; the rest ran outside every layer). ")
+
+
 def note_texts(run: Run, state: State) -> dict[str, str]:
-    """The texts above the charts: where the occurrences come from, the peak compared with, GPU busy ("": none)."""
+    """The texts above the charts: where the occurrences come from and how much kernel time the layers hold,
+    the peak compared with, GPU busy ("": none)."""
     layers = view(run, state)
     stats = layers.stats
     flops_known = stats.height > 0 and "rate_n" in stats.columns and int(stats.get_column("rate_n").sum()) > 0
     busy = busy_text(run_views.gpu_busy_view(run, state.rank, state.window))
     return {
-        "source": f"{layers.occurrences:,} layer occurrences from {layers.source}. " if layers.source else NO_LAYERS,
+        "source": (f"{counted(layers.occurrences, 'layer occurrence')} from {layers.source}. "
+                   + coverage_text(run, state)) if layers.source else NO_LAYERS,
         "peak": peak_note(peak(run, state)) if flops_known else NO_FLOPS,
         "busy": f" {busy}." if busy else "",
     }
@@ -170,6 +194,12 @@ def figures(run: Run, state: State) -> dict[str, go.Figure]:
     if chosen is not None:
         drawn["layer-kernels"] = chosen
     return drawn
+
+
+def no_layers(figure: go.Figure) -> bool:
+    """Whether a box chart has no layer occurrence to draw (the page shows one line instead of the card)."""
+    meta = figure.layout.meta
+    return isinstance(meta, dict) and bool(meta.get("no_layers"))
 
 
 def no_flops(figure: go.Figure) -> bool:

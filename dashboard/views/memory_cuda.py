@@ -99,8 +99,37 @@ class CudaView:
     def events(self) -> pl.DataFrame:
         return pl.concat(list(self.per_device.values())) if self.per_device else self.data.events.clear()
 
+    @property
+    def held_before(self) -> dict[str, int]:
+        """Per shown device, the bytes allocated before the profiler's first event (held_before)."""
+        return {device: held for device in self.devices if (held := held_before(self.data, device))}
+
+    def allocated_at(self, time_ns: int) -> int | None:
+        """The allocator's allocated bytes at `time_ns`, summed over the shown devices (None: no totals)."""
+        if self.data.relative:
+            return None
+        total = 0
+        for device in self.devices:
+            before = self.data.events.filter((pl.col("device") == device) & (pl.col("time_ns") <= time_ns))
+            total += int(before["allocated"][-1]) if before.height else held_before(self.data, device)
+        return total
+
     def fragmentation(self) -> pl.DataFrame:
         return analysis.fragmentation(self.data.segments.filter(pl.col("device").is_in(self.devices)))
+
+
+def held_before(data: CudaData, device: str) -> int:
+    """Bytes the device held before the profiler started: what the allocator reported allocated at its first
+    event, less that event's own change. Allocations made before the trace have no event of their own, so
+    the live allocations the trace lists at a time fall short of the allocator's total by about this much.
+    0 for a trace without allocator totals (its curve counts from 0: what was held before is unknown)."""
+    if data.relative:
+        return 0
+    events = data.events.filter(pl.col("device") == device)
+    if events.height == 0:
+        return 0
+    first = events.row(0, named=True)
+    return max(int(first["allocated"] or 0) - int(first["bytes_delta"] or 0), 0)
 
 
 def cuda_view(run: Run, state: State) -> CudaView:
@@ -121,4 +150,4 @@ def figures(run: Run, state: State) -> dict[str, go.Figure]:
     fragmentation = {d: cuda_fragmentation.over_time(shown.data.layouts[d], cuda_fragmentation.sample_times(
         curves[d]["time_ns"])) for d in shown.devices if d in shown.data.layouts}
     return {"cuda-memory": curves_figure(curves, shown.data.origin_ns, shown.top, state.at, shown.data.relative,
-                                         state.window, fragmentation)}
+                                         state.window, fragmentation, shown.held_before)}

@@ -68,10 +68,11 @@ def test_totals_and_change(comparison: pl.DataFrame) -> None:
 
 
 def test_default_sides_compare_ranks_of_one_run_first() -> None:
-    assert default_sides(Side("r", None), [1, 0], ["r", "q"]) == (Side("r", 0), Side("r", 1))
-    assert default_sides(Side("r", 1), [0, 1, 2], ["r"]) == (Side("r", 1), Side("r", 0))
-    assert default_sides(Side("r", None), [0], ["r", "newer", "older"]) == (Side("r", None), Side("newer", None))
-    assert default_sides(Side("r", None), [0], ["r"]) is None
+    assert default_sides(Side("r", None), [1, 0], "q") == (Side("r", 0), Side("r", 1))
+    assert default_sides(Side("r", 1), [0, 1, 2], None) == (Side("r", 1), Side("r", 0))
+    # One rank: the previous run of the same name, else nothing (the page asks for B, never guesses).
+    assert default_sides(Side("r", None), [0], "earlier") == (Side("r", None), Side("earlier", None))
+    assert default_sides(Side("r", None), [0], None) is None
 
 
 def test_delta_bars_say_which_way_time_moved(comparison: pl.DataFrame) -> None:

@@ -123,3 +123,39 @@ def test_the_compare_command_prints_the_cuda_section(runs: tuple[RunStore, str, 
     devices = json.loads(result.output)["cuda_memory"]["devices"]
     assert [(d["device"], d["allocated_delta"], d["reserved_delta"]) for d in devices] == [
         ("cuda:0", 12 * MIB, 12 * MIB), ("cuda:1", None, None)]
+
+
+def _events(rank: int, device: str, sizes: list[int]) -> Any:
+    import polars as pl
+
+    from dashboard import schema
+
+    allocated, rows = 0, []
+    for index, size in enumerate(sizes):
+        allocated += size
+        rows.append({"rank": rank, "device": device, "time_ns": 1_000 * (index + 1), "addr": 4096 * (index + 1),
+                     "bytes_delta": size, "allocated": allocated, "reserved": 2 * allocated, "op": "aten::empty",
+                     "relative": False, "action": "alloc"})
+    return schema.conform("device_memory", pl.DataFrame(rows))
+
+
+def test_rank_against_rank_pairs_devices_by_index_not_name() -> None:
+    """Rank 0 ran on cuda:0, rank 1 on cuda:1: no name in common, so the i-th device of each side pairs up
+    (matched by name, every delta read "–")."""
+    import polars as pl
+
+    from dashboard import schema
+    from dashboard.analysis.compare_cuda_memory import peak_deltas
+
+    none = schema.empty("memory_segments")
+    deltas = peak_deltas(_events(0, "cuda:0", [4 * MIB, 8 * MIB]), none, _events(1, "cuda:1", [4 * MIB, 12 * MIB]),
+                         none)
+    row = deltas.row(0, named=True)
+    assert deltas.height == 1 and row["device"] == "cuda:0 ↔ cuda:1"
+    assert (row["device_a"], row["device_b"]) == ("cuda:0", "cuda:1")
+    assert (row["peak_allocated_a"], row["peak_allocated_b"], row["allocated_delta"]) == (12 * MIB, 16 * MIB, 4 * MIB)
+    # Sides sharing a device name still pair by name (a device only one side has stays alone).
+    both = peak_deltas(_events(0, "cuda:1", [MIB]), none, pl.concat([_events(0, "cuda:0", [MIB]),
+                                                                      _events(0, "cuda:1", [2 * MIB])]), none)
+    assert both.select("device", "device_a", "device_b").rows() == [("cuda:0", None, "cuda:0"),
+                                                                    ("cuda:1", "cuda:1", "cuda:1")]

@@ -7,7 +7,7 @@ import polars as pl
 from dashboard import schema
 from dashboard.analysis import kernels as ka
 from dashboard.analysis.compare import ONLY_A, ONLY_B, kernel_comparison
-from dashboard.analysis.compare_kernels import RENAMED, SAME_BASE, SAME_SIGNATURE, match_renamed, merge_renamed
+from dashboard.analysis.compare_kernels import RENAMED, SAME_SHORT, SAME_SIGNATURE, match_renamed, merge_renamed
 from dashboard.analysis.compare_memory import (
     BY_INDEX,
     BY_MATCHER,
@@ -57,12 +57,12 @@ def test_renamed_kernels_match_by_base_name_and_template_arguments() -> None:
     pairs = {(row["group_a"], row["group_b"]): row["match"] for row in matches.to_dicts()}
     assert pairs == {
         ("void ns1::gemm<float, 128>(int)", "void ns2::gemm<float, 128>(int, int)"): SAME_SIGNATURE,
-        ("void relu_kernel<float>(float*)", "void relu_kernel<half>(half*)"): SAME_BASE,
+        ("void relu_kernel<float>(float*)", "void relu_kernel<half>(half*)"): SAME_SHORT,
     }
     merged = merge_renamed(comparison, matches)
     gemm = merged.filter(pl.col("renamed_from") == "void ns1::gemm<float, 128>(int)").row(0, named=True)
     assert (gemm["presence"], gemm["total_a_ns"], gemm["total_b_ns"], gemm["delta_ns"]) == (RENAMED, 100, 130, 30)
-    assert gemm["ratio"] == 1.3 and "→" in gemm["label"]
+    assert gemm["ratio"] == 1.3 and gemm["label"] == "gemm (renamed)"
     relu = merged.filter(pl.col("group") == "void relu_kernel<half>(half*)").row(0, named=True)
     assert relu["delta_ns"] == -30
     # One side only: flash::fwd and only_in_a_kernel in A; dup<1>, dup<2> in B (two candidates: no guess).

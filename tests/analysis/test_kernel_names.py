@@ -25,8 +25,8 @@ def test_template_arguments_are_the_functions_own_without_namespaces() -> None:
 
 def test_numeric_template_arguments_tell_kernels_apart_without_counters() -> None:
     labels = kernel_labels([WGRAD, WGRAD_B])
-    assert labels == {WGRAD: "wgrad_alg0_engine‹float, 128, 6, 8, 3, 3, 5, false, 512›",
-                      WGRAD_B: "wgrad_alg0_engine‹float, 512, 6, 5, 3, 3, 3, false, 512›"}
+    assert labels == {WGRAD: "wgrad_alg0_engine‹…, 128, …, 8, …, 5, …›",
+                      WGRAD_B: "wgrad_alg0_engine‹…, 512, …, 5, …, 3, …›"}
 
 
 def test_long_argument_lists_elide_the_common_arguments() -> None:

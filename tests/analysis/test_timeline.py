@@ -270,10 +270,10 @@ def test_pass_bands_fall_back_to_ranges() -> None:
 def test_display_names_are_short_and_keep_what_tells_kernels_apart() -> None:
     name = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
             "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)")
-    assert display_name(name) == "vectorized_elementwise_kernel[CUDAFunctor_add]"
+    assert display_name(name) == "vectorized_elementwise_kernel‹CUDAFunctor_add›"
     assert display_name("void flash::flash_fwd_kernel<Traits<128>, true>(flash::Params)") == "flash_fwd_kernel"
     assert display_name("aten::addmm", "range") == "aten::addmm"
-    assert display_name("x" * 100).endswith("…") and len(display_name("x" * 100)) == 72
+    assert "…" in display_name("x" * 100) and len(display_name("x" * 100)) == 72
 
 
 # ---- views ------------------------------------------------------------------------------------------------------

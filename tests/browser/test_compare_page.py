@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 
 from dashboard.store import RunStore
 from tests.support.kernel_tables import kernel_tables
+from tests.support.layered_run import layered_tables
 
 DELTA_BARS = "#compare-delta g.trace.bars g.point"
 
@@ -52,7 +53,8 @@ def test_another_run_as_b_and_the_url_restores_it(page: Page, server, runs, cons
     page.goto(f"{server.url}/compare?run={first}&rank=1")
     expect(page.locator(DELTA_BARS).first).to_be_visible(timeout=20_000)
     page.locator("#compare-other").click()
-    page.get_by_role("option", name=second).click()
+    # Listed by name and date under its evidence kind (the title is the run id).
+    page.get_by_role("option", name=re.compile(r"^compare-b · \d{4}-\d\d-\d\d")).click()
     expect(page.locator("#compare-sides")).to_have_text(f"A = {first} · rank 1   ·   B = {second} · all ranks")
     expect(page).to_have_url(re.compile(rf"other={second}(&|$)"))
     assert "other_rank" not in query(page)
@@ -82,4 +84,56 @@ def test_a_layer_bar_carries_the_layer_to_the_layers_page(page: Page, server, co
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     expect(page).to_have_url(re.compile(rf"layer={re.escape(layer)}&pass={pass_}"))
     expect(page.locator("a.nav-link", has_text="Layers")).to_have_attribute("href", re.compile(r"layer="))
+    assert console_errors == []
+
+
+def one_rank(seed: int) -> dict:
+    """A one-rank kernel run (rank 0 of kernel_tables)."""
+    return {name: frame.filter(frame.get_column("rank") == 0) if "rank" in frame.columns else frame
+            for name, frame in kernel_tables(seed=seed).items()}
+
+
+@pytest.fixture(scope="module")
+def unrelated(server) -> tuple[str, str]:
+    """Two one-rank kernel runs of different jobs: nothing says one is the other's baseline."""
+    store = RunStore(server.data_dir)
+    return store.write("job-alpha", layered_tables(ranks=1)), store.write("job-beta", one_rank(3))
+
+
+def test_without_b_the_page_asks_for_it_and_compares_nothing(page: Page, server, unrelated,
+                                                            console_errors) -> None:
+    alpha, beta = unrelated
+    page.goto(f"{server.url}/compare?run={beta}")
+    expect(page.locator("#compare-choose-b")).to_contain_text("Choose the run to compare with (B)", timeout=20_000)
+    expect(page.locator("#compare-choose-b")).to_contain_text("No earlier run is named “job-beta”")
+    # No comparison of an unrelated run: no chart, no "gone in B / new in B", no table.
+    assert page.locator("#compare-delta, #compare-scatter, #compare-table, .js-plotly-plot").count() == 0
+    assert "other" not in query(page)
+    # The picker lists only runs sharing an evidence kind, under a heading per kind, newest first, by name
+    # and date; the planner / compiler / memory-only demo runs are not offered for a kernel run.
+    page.locator("#compare-pick-other").click()
+    options = page.locator(".Select-menu-outer .VirtualizedSelectOption, [role='option']").all_inner_texts()
+    assert options[0].startswith("── kernel activity ──")
+    names = [text.split(" · ")[0] for text in options[1:] if " · " in text]
+    assert "job-alpha" in names and not {"demo-planner", "demo-compiler", "demo-memory"} & set(names)
+    dates = [text.split(" · ")[1] for text in options[1:] if " · " in text]
+    assert dates == sorted(dates, reverse=True)
+    page.get_by_role("option", name=re.compile(r"^job-alpha · ")).click()
+    # Picked: the page compares A with it.
+    expect(page.locator("#compare-sides")).to_have_text(f"A = {beta} · all ranks   ·   B = {alpha} · all ranks",
+                                                       timeout=20_000)
+    expect(page.locator(DELTA_BARS).first).to_be_visible(timeout=20_000)
+    expect(page).to_have_url(re.compile(rf"other={alpha}(&|$)"))
+    assert console_errors == []
+
+
+def test_b_defaults_to_the_previous_run_of_the_same_name(page: Page, server, console_errors) -> None:
+    store = RunStore(server.data_dir)
+    before = store.write("nightly", one_rank(4))
+    store.write("another-job", one_rank(5))  # newer, unrelated: never the default
+    after = store.write("nightly", one_rank(6))
+    page.goto(f"{server.url}/compare?run={after}")
+    expect(page.locator("#compare-sides")).to_have_text(f"A = {after} · all ranks   ·   B = {before} · all ranks",
+                                                       timeout=20_000)
+    expect(page.locator(DELTA_BARS).first).to_be_visible(timeout=20_000)
     assert console_errors == []

@@ -71,6 +71,6 @@ def test_compare_the_same_pass_of_two_compiles(page: Page, server, console_error
     expect(page.locator("#compiler-diff-note")).to_contain_text("#1 step 2")
     expect(page.locator("#compiler-diff")).to_contain_text("2048")  # BLOCK 2048 against 1024
     page.get_by_text("side by side").click()
-    expect(page.locator("#compiler-diff table.ir-side")).to_be_visible()
+    expect(page.locator("#compiler-diff .ir-side .side-row").first).to_be_visible()
     expect(page).to_have_url(re.compile(r"view=side"))
     assert console_errors == []

@@ -32,7 +32,10 @@ def test_boxes_in_model_order_with_peak_and_unknown_flops(page: Page, server, ru
     expect(page.locator("#layers-note")).to_contain_text("module ranges")
     expect(page.locator("#layers-note")).to_contain_text(
         "Peak: H100 SXM BF16 989 TFLOP/s (datasheet, dense) for NVIDIA H100 80GB HBM3, 132 SMs")
-    expect(page.locator("#layers-throughput .annotation-text").filter(has_text="FLOPs")).to_have_count(1)
+    # The layer without FLOPs: one mark on its column, named in the legend (text per layer ran together).
+    expect(page.locator("#layers-throughput .legendtext").filter(has_text="FLOPs unknown")).to_have_count(1)
+    # How much of the kernel time the layers hold is stated.
+    expect(page.locator("#layers-note")).to_contain_text("% of kernel time")
     expect(page.locator("#layers-throughput .y2title")).to_have_text("% of peak")
     assert console_errors == []
 

@@ -40,11 +40,22 @@ def kernel_run(data_dir: Path) -> str:
 
 
 def open_drawn(page: Page, url: str) -> int:
-    """Open `url` at WIDTH, wait until drawn; the document's scroll height."""
+    """Open `url` at WIDTH, wait until drawn, then scrolled through (a window as tall as the page: what is
+    below the fold draws, as when a reader scrolls to it); the document's scroll height."""
     page.set_viewport_size({"width": WIDTH, "height": 900})
     page.goto(url)
     page.wait_for_function(SETTLED, timeout=30_000, polling=100)
+    height = int(page.evaluate("() => document.documentElement.scrollHeight"))
+    page.set_viewport_size({"width": WIDTH, "height": height})
+    page.wait_for_function(SETTLED, timeout=30_000, polling=100)
     return int(page.evaluate("() => document.documentElement.scrollHeight"))
+
+
+def ink(image: Image.Image, box: dict[str, float]) -> float:
+    """The share of dark pixels (text) inside `box` (CSS px of the page, image at 1x)."""
+    region = image.convert("L").crop((int(box["x"]), int(box["y"]), int(box["x"] + box["width"]),
+                                      int(box["y"] + box["height"])))
+    return sum(1 for value in region.getdata() if value < 110) / max(region.width * region.height, 1)
 
 
 def export_page_png(page: Page, tmp_path: Path) -> tuple[str, str, Image.Image]:
@@ -110,3 +121,22 @@ def test_the_page_png_carries_the_login(browser: Browser, server, tmp_path: Path
     finally:
         context.close()
         other.stop()
+
+
+def test_the_page_png_has_the_rows_of_the_tables_below_the_fold(page: Page, server, tmp_path: Path) -> None:
+    """The planner's Partitions and Channels grids sit far below the first screen: their rows are in the PNG."""
+    run_id = next(info.id for info in RunStore(server.data_dir).list_runs() if info.name == "demo-planner")
+    page.set_viewport_size({"width": WIDTH, "height": 900})
+    page.goto(f"{server.url}/planner?run={run_id}")
+    page.wait_for_function(SETTLED, timeout=30_000, polling=100)
+    below = {}
+    for grid in ("planner-partition-table", "planner-channel-table"):
+        box = page.evaluate("""(id) => { const body = document.querySelector('#' + id + ' .ag-body-viewport');
+            const r = body.getBoundingClientRect();
+            return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: Math.min(r.height, 60)}; }""",
+                            grid)
+        assert box["y"] > 900  # below the fold
+        below[grid] = box
+    _name, _url, image = export_page_png(page, tmp_path)
+    for grid, box in below.items():
+        assert ink(image, box) > 0.001, f"{grid}: no rows in the PNG"  # an empty grid body: no dark pixel

@@ -53,3 +53,39 @@ def test_timeline_of_a_many_rank_run_opens_on_one_rank(page: Page, server, rank_
     # One rank's lanes (passes, two GPU streams, the CPU threads), not 9 ranks' worth.
     assert lanes is not None and lanes.count("GPU0 s7") == 1 and len(lanes) < 10, lanes
     assert console_errors == []
+
+
+def test_kernel_names_read_short_and_a_one_rank_run_has_no_table_of_zeros(page: Page, server, tmp_path,
+                                                                         console_errors) -> None:
+    """Issue 34 items 2 and 8: FBGEMM-long kernel names took 20-30 lines a row; one rank drew ±0 ns rows."""
+    import polars as pl
+
+    from tests.support.kernel_tables import kernel_tables
+
+    long_name = ("void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1<float, "
+                 "float, int, 64, 1>(at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, "
+                 + ", ".join(f"at::GenericPackedTensorAccessor<long, {i}ul, at::RestrictPtrTraits, int>"
+                             for i in range(1, 12)) + ")")
+    tables = kernel_tables(seed=8)
+    tables["kernels"] = tables["kernels"].with_columns(
+        pl.when(pl.int_range(pl.len()) % 3 == 0).then(pl.lit(long_name)).otherwise(pl.col("name")).alias("name"))
+    store = RunStore(server.data_dir)
+    two = store.write("long-kernel-names", tables)
+    page.goto(f"{server.url}/ranks?run={two}")
+    cell = page.locator("#ranks-differing td.kernel-name", has_text="split_embedding_backward").first
+    expect(cell).to_be_visible(timeout=20_000)
+    assert cell.get_attribute("title") == long_name  # the full demangled name on hover
+    assert "GenericPackedTensorAccessor" not in cell.inner_text()
+    line = float(page.evaluate("(el) => parseFloat(getComputedStyle(el).lineHeight)", cell.element_handle()))
+    assert cell.bounding_box()["height"] <= 2 * line + 8  # never more than two lines
+    from dashboard.demo.kineto_trace import write_trace
+    from dashboard.ingest.pipeline import ingest_paths
+
+    trace = tmp_path / "one_rank.pt.trace.json"
+    write_trace(trace, rank=0, world_size=1)  # three profiler steps on one GPU
+    one = ingest_paths(store, [trace], name="one-rank")
+    page.goto(f"{server.url}/ranks?run={one}")
+    expect(page.locator("#ranks-one-rank")).to_contain_text("One rank: there is no other rank", timeout=20_000)
+    expect(page.locator("#ranks-definition")).to_contain_text("1 rank ×")
+    assert page.locator("#ranks-differing table").count() == 0 and "±0" not in page.locator("#ranks-page").inner_text()
+    assert console_errors == []

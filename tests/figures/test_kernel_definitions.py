@@ -95,7 +95,7 @@ def test_busy_text_one_rank_and_range_over_ranks() -> None:
 
 
 def test_compare_labels_kernels_of_both_sides_apart() -> None:
-    # Each side alone labels its one wgrad kernel `wgrad_alg0_engine‹float›`: together they must differ.
+    # Each side alone labels its one wgrad kernel `wgrad_alg0_engine`: together they must differ.
     wgrad = "void cudnn::detail::wgrad_alg0_engine<float, 128, 6, 8, 3, 3, 5, false, 512>(int)"
     other = wgrad.replace("128, 6, 8", "512, 6, 5")
 
@@ -105,5 +105,5 @@ def test_compare_labels_kernels_of_both_sides_apart() -> None:
 
     assert side(wgrad).get_column("label").to_list() == side(other).get_column("label").to_list()
     labels = dict(kernel_comparison(side(wgrad), side(other)).select("group", "label").rows())
-    assert labels == {wgrad: "wgrad_alg0_engine‹float, 128, 6, 8, 3, 3, 5, false, 512›",
-                      other: "wgrad_alg0_engine‹float, 512, 6, 5, 3, 3, 5, false, 512›"}
+    assert labels == {wgrad: "wgrad_alg0_engine‹…, 128, …, 8, …›",  # only what tells them apart
+                      other: "wgrad_alg0_engine‹…, 512, …, 5, …›"}
