@@ -27,6 +27,7 @@ import logging
 import ssl
 import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -192,7 +193,15 @@ def capture_page(url: str, width: int = DEFAULT_WIDTH, scale: int = 1, headers: 
     """The page at `url`, once drawn, as one full-height PNG at `width` CSS px and `scale`x.
 
     The browser reaches `url`'s origin and nothing else; `headers` (the user's login) go only there.
+    Playwright's sync API refuses a thread that runs an asyncio loop (an async server, a notebook, a test
+    process holding pytest-playwright's browser), so the browser is driven from a thread of its own.
     """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="page-export") as driver:
+        return driver.submit(_capture_page, url, width, scale, headers, cookies, timeout_ms).result()
+
+
+def _capture_page(url: str, width: int, scale: int, headers: Mapping[str, str] | None,
+                  cookies: Mapping[str, str] | None, timeout_ms: int) -> PageShot:
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import Route, sync_playwright
 

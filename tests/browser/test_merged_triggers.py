@@ -153,7 +153,10 @@ def test_layers_take_a_rank_merged_with_or_overtaken_by_a_layer_click(app: App, 
     drawn = _prop(tree, {"type": "url-state", "page": "layers"}, "data")
     box = _prop(tree, "layers-runtime", "figure")["data"][0]
     click = {"points": [{"x": box["x"][0], "customdata": list(box["customdata"][0])}]}
-    values = {"layers-runtime.clickData": click, "layers-run.data": runs["kernels"], "layers-dtype.value": "bf16",
+    # The controls as drawn (the peak's dtype and TFLOP/s are part of the view state).
+    values = {"layers-runtime.clickData": click, "layers-run.data": runs["kernels"],
+              "layers-dtype.value": _prop(tree, "layers-dtype", "value"),
+              "layers-peak.value": _prop(tree, "layers-peak", "value"),
               '{"page":"layers","type":"url-state"}.data': drawn}
     for changed in (["layers-runtime.clickData", "layers-rank.value"], ["layers-runtime.clickData"]):
         status, body = app.post("layers-runtime.figure", {**values, "layers-rank.value": "1"}, changed)

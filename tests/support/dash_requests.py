@@ -83,7 +83,9 @@ def callback_payload(dependencies: list[dict], output: str, values: dict[str, An
         return f"{component}.{item['property']}"
 
     def listed(items: list[dict]) -> list[Any]:
-        return [[] if _is_all(item["id"]) else {"id": item["id"], "property": item["property"],
+        # The renderer sends a pattern-matching id as the object it is, not as its JSON text.
+        return [[] if _is_all(item["id"]) else {"id": _parse_id(item["id"]) if isinstance(item["id"], str)
+                                                 else item["id"], "property": item["property"],
                                                  "value": values.get(key(item))} for item in items]
 
     return {"output": callback["output"], "outputs": outputs, "inputs": listed(callback["inputs"]),
