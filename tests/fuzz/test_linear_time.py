@@ -114,7 +114,7 @@ def test_every_python_regex_module_is_audited() -> None:
         "collectors/tt/common.py", "collectors/tt/runtime_log.py", "collectors/kineto/decode.py",
         "collectors/kineto/parallel.py", "collectors/kineto/tables.py", "capture/rank_merge.py",
         "capture/cupti_backend.py", "app.py", "store/runs.py", "collectors/kineto/flops.py", "views/chart_events.py",
-        "analysis/kernel_names.py", "views/memory_data.py", "pages/home.py",
+        "analysis/kernel_names.py", "analysis/kernel_name_parse.py", "views/memory_data.py", "pages/home.py",
         "collectors/tinygrad/__init__.py", "collectors/tinygrad/values.py",
         "collectors/kineto/ranges.py", "collectors/triton_ir/headers.py",
         # Possessive or single-path patterns over disjoint character classes, literals, or tokens
