@@ -9,6 +9,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import Page, expect
 
+from dashboard.store import RunStore
+
 
 @pytest.fixture(autouse=True)
 def patient_expect() -> Iterator[None]:
@@ -17,13 +19,21 @@ def patient_expect() -> Iterator[None]:
     expect.set_options(timeout=5_000)
 
 
+def demo_compiler(server) -> str:
+    """The demo's compiler run by name: other tests add runs of their own to the shared server, and /compiler
+    opens the newest run with compiler evidence when the address names none."""
+    runs = [info.id for info in RunStore(server.data_dir).list_runs() if info.name == "demo-compiler"]
+    assert runs, "the demo has no demo-compiler run"
+    return runs[0]
+
+
 def query(page: Page) -> dict[str, str]:
     return {key: values[-1] for key, values in parse_qs(urlparse(page.url).query).items()}
 
 
 def test_step_diff_and_python_lines_across_stages(page: Page, server, console_errors: list[str]) -> None:
     # Compile #0 of the demo is add_kernel with BLOCK 1024 (real Triton or the generated log alike).
-    page.goto(f"{server.url}/compiler?compile=0")
+    page.goto(f"{server.url}/compiler?run={demo_compiler(server)}&compile=0")
     expect(page.locator("#compiler-ir .code-line").first).to_be_visible(timeout=60_000)
     expect(page.locator("#compiler-pass-chart g.trace.bars g.point").first).to_be_visible()
 
@@ -63,7 +73,7 @@ def test_step_diff_and_python_lines_across_stages(page: Page, server, console_er
 
 
 def test_compare_the_same_pass_of_two_compiles(page: Page, server, console_errors: list[str]) -> None:
-    page.goto(f"{server.url}/compiler?compile=0&step=2")
+    page.goto(f"{server.url}/compiler?run={demo_compiler(server)}&compile=0&step=2")
     expect(page.locator("#compiler-ir .code-line").first).to_be_visible(timeout=60_000)
     page.locator("#compiler-compare").click()
     page.get_by_role("option", name=re.compile(r"same pass in #1 add_kernel")).click()
