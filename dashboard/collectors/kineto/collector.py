@@ -67,6 +67,7 @@ from dashboard.collectors.kineto.decode import DecodedTrace, decode_file
 from dashboard.collectors.kineto.memory import DEVICE_VENDORS, device_memory_table, device_vendors
 from dashboard.collectors.kineto.parallel import decode_parallel
 from dashboard.collectors.kineto.ranges import annotate, prepare
+from dashboard.collectors.kineto.shapes import input_texts
 from dashboard.collectors.kineto.tables import assign_ranks, file_metadata, normalise
 
 _TOP_KEYS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"baseTimeNanoseconds"')
@@ -163,7 +164,10 @@ class KinetoCollector:
             emit("memcpy", copies)
             del kernels, copies
         if ranges.height:  # last: written while the kernels table was built, it lifted the peak ~30 MB at 262 MB
-            emit("ranges", ranges_table(ranges))
+            # Shapes and dtypes as text only now: categorical raw JSON until here (4 bytes a row in every sort).
+            inputs = input_texts(ranges, sources)
+            warnings += inputs.warnings
+            emit("ranges", ranges_table(ranges.with_columns(inputs.columns)))
         if frames["memory"].height:
             vendors = device_vendors(frames["memory"])
             if any(vendor != DEVICE_VENDORS[1] for vendor in vendors.values()):  # CUDA goes without saying
