@@ -62,3 +62,4 @@ def test_a_known_backward_op_of_the_hta_sample(shared_dir: Path) -> None:
     ranges = COLLECTOR.collect([path], lambda fraction, message: None).tables["ranges"]
     row = ranges.filter(pl.col("correlation") == 41521).row(0, named=True)
     assert (row["name"], row["input_shapes"], row["input_dtypes"]) == ("ClampBackward1", "[2048]", "float")
+

@@ -104,3 +104,20 @@ def test_long_inputs_are_shortened_in_the_chain() -> None:
     assert detail.startswith("cpu_op · inputs float[1024, 1024], float[1024, 1024]")
     assert detail.endswith(f"… ({len(', '.join(['float[1024, 1024]'] * 100)):,} characters in all)")
     assert len(detail) < MAX_INPUTS_SHOWN + 60
+
+
+@pytest.mark.shared
+def test_a_real_trace_kernels_pane_shows_its_launching_ops_inputs(shared_dir: Path, tmp_path: Path) -> None:
+    """CI-only (../shared's HTA sample). The kernel of the line shared/formats/kineto.md quotes (correlation
+    6935929): its cudaLaunchKernel runs inside `forward` (`Input Dims` [[], []], `Input type` ["", ""])
+    and `fbgemm::permute_sparse_features` ([[300], [300, 2048], [16334339], []], ["int", "int", "int", ""]),
+    read from the raw JSON by hand."""
+    store = RunStore(tmp_path / "data")
+    sample = shared_dir / "samples" / "kineto" / "hta_trace_filter_sampled_rank-0.json.gz"
+    run = store.open(ingest_paths(store, [sample], name="hta"))
+    ref = EventRef("kernel", 0, 23, 0, 1682725898082228 * 1000)
+    pane = details_pane(run, timeline.State.from_query({"ev": ref.text()}, run))
+    assert pane is not None and pane.title == "permute_2D_lengths_kernel"
+    assert pane.chain[-2:] == [("forward", "cpu_op · inputs –, –"),
+                               ("fbgemm::permute_sparse_features",
+                                "cpu_op · inputs int[300], int[300, 2048], int[16334339], –")]
