@@ -16,8 +16,11 @@ each microsecond of Python shows in the step time, so the per-call path is
 kept short: tensors are picked out of flat argument tuples without pytree
 (which costs ~15 µs a call; nested arguments still go through it), a single
 tensor's gradient hook is a pre-hook on its autograd node (cheaper to
-register and to call than a tensor hook), and input shapes are only read
-when FLOPs are on (they key the reused FLOPs).
+register and to call than a tensor hook). A forward range keeps its input
+tensors' sizes and dtypes (`input_shapes`, `input_dtypes`: torch.Size and
+dtype objects per call, ~0.4 µs, turned into text once per distinct tuple
+when the capture ends); with FLOPs on, the shapes also key the reused FLOPs.
+Backward ranges keep none (their inputs are gradients).
 
 No torch.cuda.synchronize anywhere: a kernel belongs to the range open on
 the thread whose API call launched it (tables._owners), so kernels keep
@@ -278,16 +281,18 @@ class LayerHooks:
                 _module, range_id, flops_start, name = calls.pop(index)
             flops = self._flops
             grad = self._torch.is_grad_enabled()
-            if flops is None and not grad:
-                self.ranges.close(range_id)
-                return None
             inputs = self._inputs(args, kwargs)
+            recorded = tuple([(t.shape, t.dtype) for t in inputs])  # ~0.4 µs a call; text only at the end
+            if flops is None and not grad:
+                self.ranges.close(range_id, inputs=recorded)
+                return None
             if flops is not None:
                 shapes = tuple(t.shape for t in inputs)
-                self.ranges.close(range_id, flops=flops.flops(flops_start, (name, "forward", shapes)))
+                self.ranges.close(range_id, flops=flops.flops(flops_start, (name, "forward", shapes)),
+                                  inputs=recorded)
             else:
                 shapes = ()
-                self.ranges.close(range_id)
+                self.ranges.close(range_id, inputs=recorded)
             if grad and (self.per_module_backward or not calls):
                 self._watch_backward(name, shapes, inputs, output)
             elif not calls and flops is not None:
