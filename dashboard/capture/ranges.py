@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from dashboard.collectors.kineto.shapes import CUT_MARK, MAX_INPUT_CHARS
+from dashboard.collectors.inputs import cut_text
 
 _RANGE_COLUMNS: dict[str, pl.DataType] = {
     "id": pl.Int64,
@@ -202,12 +202,8 @@ class RangeRecorder:
 
 
 def inputs_text(inputs: Inputs) -> tuple[str, str]:
-    """(input_shapes, input_dtypes) as the ranges table stores them (`collectors.kineto.shapes`): `[64, 512],
-    [512]` and `float32, float32` (torch's dtype names), cut at MAX_INPUT_CHARS characters."""
+    """(input_shapes, input_dtypes) as the ranges table stores them (`collectors.inputs`): `[64, 512], [512]`
+    and `float32, float32` (torch's dtype names)."""
     shapes = ", ".join("[" + ", ".join(map(str, sizes)) + "]" for sizes, _ in inputs)
     dtypes = ", ".join(str(dtype).removeprefix("torch.") for _, dtype in inputs)
-    return _cut(shapes), _cut(dtypes)
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_INPUT_CHARS else text[:MAX_INPUT_CHARS - 1] + CUT_MARK
+    return cut_text(shapes), cut_text(dtypes)

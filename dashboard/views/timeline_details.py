@@ -20,7 +20,7 @@ from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.analysis.timeline_details import EventDetails, EventRef, event_details
 from dashboard.analysis.timeline_lanes import display_name
 from dashboard.analysis.units import format_bytes, format_flops_rate, format_ns
-from dashboard.collectors.kineto.shapes import CUT_MARK
+from dashboard.collectors.inputs import CUT_MARK
 from dashboard.figures.timeline_marks import KIND_CODES, REF_COLUMNS
 from dashboard.store import Run
 from dashboard.views import timeline as view

@@ -9,9 +9,10 @@ from typing import Any
 import polars as pl
 import pytest
 
+from dashboard.collectors.inputs import CUT_MARK, MAX_INPUT_CHARS
 from dashboard.collectors.kineto import parallel as kineto_parallel
 from dashboard.collectors.kineto.decode import decode_file
-from dashboard.collectors.kineto.shapes import CUT_MARK, MAX_INPUT_CHARS, list_text
+from dashboard.collectors.kineto.shapes import list_text
 from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.collectors.test_kineto_parsing import collect, launch, write, x

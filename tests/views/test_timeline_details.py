@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.analysis.timeline_details import EventRef
-from dashboard.collectors.kineto.shapes import CUT_MARK
+from dashboard.collectors.inputs import CUT_MARK
 from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from dashboard.views import timeline

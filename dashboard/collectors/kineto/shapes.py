@@ -17,9 +17,9 @@ over millions of ops): 4 bytes a row in memory, stored once in the parquet file'
 
 Work is per distinct value (a training trace has a few thousand over millions of ops): values in the
 form the profiler writes are rewritten by polars expressions, any other (other whitespace, escapes,
-floats) is parsed and printed again in Python. Values longer than MAX_INPUT_CHARS characters (an
-optimizer's foreach op over every parameter can reach tens of thousands) are cut there, ending in "…",
-and counted in a warning; a value that is not a list is left empty and counted.
+floats) is parsed and printed again in Python. Values longer than MAX_INPUT_CHARS characters are cut
+there (`collectors.inputs`, the rule of every source) and counted in a warning; a value that is not a
+list is left empty and counted.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 import msgspec
 import polars as pl
 
-MAX_INPUT_CHARS = 8_192
-CUT_MARK = "…"
+from dashboard.collectors.inputs import CUT_MARK, MAX_INPUT_CHARS, cut
+
 # The profiler's own form: JSON with ", " between items. Anything else takes the Python path.
 _PROFILER_DIMS = r"^\[[\[\]0-9, -]*\]$"
 _PROFILER_TYPES = r'^\[("[^"\\\x00-\x1f]*"(, "[^"\\\x00-\x1f]*")*)?\]$'
@@ -96,12 +96,7 @@ def _distinct_texts(raw: pl.Series, dtypes: bool) -> pl.DataFrame:
         pl.when(~absent).then(pl.col("text")).alias("text"),
         pl.col("text").str.len_chars().alias("length"),
         (pl.col("text").is_null() & ~absent).alias("bad"),
-    ).with_columns(
-        pl.when(pl.col("length") > MAX_INPUT_CHARS)
-        .then(pl.col("text").str.slice(0, MAX_INPUT_CHARS - 1) + CUT_MARK)
-        .otherwise(pl.col("text"))
-        .alias("text"),
-    )
+    ).with_columns(cut(pl.col("text")).alias("text"))
 
 
 def _warnings(frame: pl.DataFrame, raw: str, lookup: pl.DataFrame, what: str, stored: str,
