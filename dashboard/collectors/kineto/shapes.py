@@ -25,7 +25,6 @@ list is left empty and counted.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,7 @@ from dashboard.collectors.inputs import CUT_MARK, MAX_INPUT_CHARS, cut
 _PROFILER_DIMS = r"^\[[\[\]0-9, -]*\]$"
 _PROFILER_TYPES = r'^\[("[^"\\\x00-\x1f]*"(, "[^"\\\x00-\x1f]*")*)?\]$'
 _QUOTED_PLAIN_TYPE = r'"([^",\\]+)"'
-_PLAIN_TYPE = re.compile(r'[^",\\]+')
+_NOT_PLAIN = ('"', ",", "\\")  # a dtype name holding one of these is written JSON-quoted
 _ABSENT = ("", "null")
 # (frame column holding the raw JSON, stored column, what the warnings call it)
 COLUMNS = (("input_dims", "input_shapes", "`Input Dims`"), ("input_types", "input_dtypes", "`Input type`"))
@@ -54,7 +53,7 @@ class InputTexts:
 
 
 def _item_text(value: object, dtypes: bool) -> str:
-    if dtypes and isinstance(value, str) and _PLAIN_TYPE.fullmatch(value):
+    if dtypes and isinstance(value, str) and value and not any(char in value for char in _NOT_PLAIN):
         return value
     return json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
 
