@@ -35,6 +35,8 @@ EMPTY_DTYPE = '""'  # an input the profiler gave no type (None, an optional argu
 MAX_INPUTS_SHOWN = 400  # characters of an op's inputs in the chain (an optimizer's foreach op lists every parameter)
 NOT_RECORDED = ("input shapes and dtypes: not recorded in this run (a PyTorch profiler trace has them when "
                 "recorded with record_shapes=True)")
+NOT_STORED = ("input shapes and dtypes: not stored by the version that ingested this run; ingest its trace "
+              "again to see them")
 KIND_OF_CODE = {code: kind for kind, code in KIND_CODES.items() if kind != "pass"}
 Row = tuple[str, str]
 
@@ -203,7 +205,8 @@ def details_pane(run: Run, state: view.State) -> Pane | None:
     title = display_name(details.name, "kernel" if kind == "kernel" else "range")
     recorded = any(op.get("input_shapes") is not None or op.get("input_dtypes") is not None
                    for op in details.op_chain)
-    note = "" if recorded or not details.op_chain else NOT_RECORDED
+    stored = any("input_shapes" in op for op in details.op_chain)  # runs ingested before they were kept lack both
+    note = "" if recorded or not details.op_chain else NOT_RECORDED if stored else NOT_STORED
     pane = Pane(ref=ref.text(), kind=KIND_WORDS[kind], title=title,
                 name=details.name, facts=_facts(details, klass, data.start_ns), record=_record(details.record),
                 chain=_chain(details.op_chain), chain_note=note, stack=details.stack,

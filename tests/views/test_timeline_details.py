@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from dashboard.analysis.timeline_details import EventRef
@@ -15,6 +16,7 @@ from dashboard.views import timeline
 from dashboard.views.timeline_details import (
     MAX_INPUTS_SHOWN,
     NOT_RECORDED,
+    NOT_STORED,
     _chain,
     details_pane,
     input_items,
@@ -75,6 +77,19 @@ def test_a_run_recorded_without_shapes_says_so(tmp_path: Path) -> None:
     assert [name for name, _ in pane.chain] == ["ProfilerStep#1", "aten::linear", "aten::addmm"]
     assert all("inputs" not in detail for _, detail in pane.chain)
     assert pane.chain_note == NOT_RECORDED
+
+
+def test_a_run_ingested_before_inputs_were_stored_says_to_ingest_it_again(tmp_path: Path) -> None:
+    """A run written by an earlier version: its ranges file has no input_shapes / input_dtypes columns."""
+    store = RunStore(tmp_path / "data")
+    run_id = ingest_paths(store, [_trace(tmp_path, True)], name="old")
+    ranges_file = store.open(run_id).info.path / "ranges.parquet"
+    pl.read_parquet(ranges_file).drop("input_shapes", "input_dtypes").write_parquet(ranges_file)
+    run = RunStore(tmp_path / "data").open(run_id)
+    ref = EventRef("kernel", 0, 7, 0, int(KERNEL_TS * 1000))
+    pane = details_pane(run, timeline.State.from_query({"ev": ref.text()}, run))
+    assert pane is not None and [name for name, _ in pane.chain][-1] == "aten::addmm"
+    assert pane.chain_note == NOT_STORED
 
 
 @pytest.mark.parametrize(("shapes", "dtypes", "text"), [
