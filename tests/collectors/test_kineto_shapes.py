@@ -10,7 +10,9 @@ import polars as pl
 import pytest
 
 from dashboard.collectors.inputs import CUT_MARK, MAX_INPUT_CHARS
+from dashboard.collectors.kineto import collector as kineto_collector
 from dashboard.collectors.kineto import parallel as kineto_parallel
+from dashboard.collectors.kineto.columns import NOT_UTF8_ARGS
 from dashboard.collectors.kineto.decode import decode_file
 from dashboard.collectors.kineto.shapes import list_text
 from dashboard.ingest.pipeline import ingest_paths
@@ -173,3 +175,22 @@ def test_the_run_on_disk_holds_the_texts(tmp_path: Path) -> None:
 ])
 def test_list_text_of_any_layout(raw: str, dtypes: bool, text: str | None) -> None:
     assert list_text(raw, dtypes) == text
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_bytes_that_are_not_utf8_inside_the_inputs_are_replaced_and_counted(tmp_path: Path, parallel: bool,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    events = [op("aten::conv2d", 1000.0 + i * 10, [[1, 3, 8, 8], [4, 3, 3, 3]], ["fl@at", "float"],
+                 **{"Concrete Inputs": ["", "", "[1, 1]" if i else "[1, @]"]}) for i in range(200)]
+    events.append(op("aten::mm", 5000.0, [[4, 8], [8, 2]], ["float", "float"]))
+    path = tmp_path / "bad_utf8.json"
+    path.write_bytes(json.dumps({"traceEvents": events}).encode().replace(b"@", b"\xff"))
+    if parallel:
+        real = kineto_parallel.decode_parallel
+        monkeypatch.setattr(kineto_collector, "decode_parallel", lambda p, report: real(p, report, **_SMALL))
+    result = collect(path)
+    stored = result.tables["ranges"].select("name", "input_shapes", "input_dtypes").unique().sort("name").rows()
+    assert stored == [("aten::conv2d", "[1, 3, 8, 8], [4, 3, 3, 3]", "fl\ufffdat, float"),
+                      ("aten::mm", "[4, 8], [8, 2]", "float, float")]
+    # 200 dtype lists and the first convolution's concrete inputs.
+    assert f"{path}: 201 {NOT_UTF8_ARGS}" in result.warnings

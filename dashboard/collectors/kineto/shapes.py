@@ -72,7 +72,7 @@ def list_text(raw: str, dtypes: bool) -> str | None:
 
 def _profiler_form(values: pl.Series, dtypes: bool) -> pl.Series:
     """Stored texts of values in the profiler's own form, by polars expressions."""
-    inner = pl.col("raw").str.slice(1, pl.col("raw").str.len_bytes() - 2)
+    inner = pl.col("raw").str.slice(1, pl.col("raw").str.len_chars() - 2)
     if dtypes:
         text = inner.str.replace_all(_QUOTED_PLAIN_TYPE, "$1")
     else:  # only digits, signs, brackets, commas and spaces: the spaces can be laid out again
