@@ -41,13 +41,23 @@ _BACKWARD_OPS = (
 )
 
 
-def _unit_events(unit: int, ts: int, rng: random.Random, correlation: int, forward: bool) -> tuple[str, int]:
+def _input_types(dims: str) -> str:
+    """`Input type` for `Input Dims` as `record_shapes=True` writes it: a dtype per tensor, "Scalar" for a scalar."""
+    count = dims.count("], [") + 1
+    return "[" + ", ".join('"Scalar"' if i == count - 1 and dims.endswith("[]]") else '"float"'
+                           for i in range(count)) + "]"
+
+
+def _unit_events(unit: int, ts: int, rng: random.Random, correlation: int, forward: bool,
+                 record_types: bool = False) -> tuple[str, int]:
     """The three events of one launch unit and the time the unit ends (µs)."""
     op_dur = rng.randint(20, 60)
     if forward:
         name, dims, kernel = _FORWARD_OPS[unit % len(_FORWARD_OPS)]
         tid = MAIN_TID
         op_args = f'"External id": {unit + 1}, "Ev Idx": {unit}, "Input Dims": {dims}, "Sequence number": {unit}'
+        if record_types:
+            op_args += f', "Input type": {_input_types(dims)}'
     else:
         name, kernel = _BACKWARD_OPS[unit % len(_BACKWARD_OPS)]
         tid = AUTOGRAD_TID
@@ -71,8 +81,9 @@ def _unit_events(unit: int, ts: int, rng: random.Random, correlation: int, forwa
     return text, ts + op_dur + rng.randint(1, 5)
 
 
-def write_trace(path: Path, kernels: int, seed: int = 0, rank: int = 0) -> Path:
-    """Write a trace with about `kernels` kernels to `path` (plain JSON) and return it."""
+def write_trace(path: Path, kernels: int, seed: int = 0, rank: int = 0, record_types: bool = False) -> Path:
+    """Write a trace with about `kernels` kernels to `path` (plain JSON) and return it; `record_types` adds
+    `Input type` beside every `Input Dims` (as `record_shapes=True` writes them)."""
     rng = random.Random(seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     ts = 1_700_000_000_000_000
@@ -89,7 +100,8 @@ def write_trace(path: Path, kernels: int, seed: int = 0, rank: int = 0) -> Path:
             if unit % UNITS_PER_STEP == 0:
                 step_start = ts
             forward = (unit // 500) % 2 == 0
-            text, ts = _unit_events(unit, ts, rng, correlation=1_000_000 + unit, forward=forward)
+            text, ts = _unit_events(unit, ts, rng, correlation=1_000_000 + unit, forward=forward,
+                                    record_types=record_types)
             batch.append(text)
             if unit % 1000 == 999:
                 batch.append(
@@ -115,13 +127,14 @@ def write_trace(path: Path, kernels: int, seed: int = 0, rank: int = 0) -> Path:
     return path
 
 
-def cached_trace(folder: Path, kernels: int) -> Path:
+def cached_trace(folder: Path, kernels: int, record_types: bool = False) -> Path:
     """The benchmark trace with `kernels` kernels, generated once under `folder/k<kernels>/` (alone in its
-    folder: HTA loads every trace of a folder)."""
-    trace = folder / f"k{kernels}" / "bench_rank-0.pt.trace.json"
+    folder: HTA loads every trace of a folder); `record_types`: under `folder/k<kernels>-types/`, with
+    `Input type` beside `Input Dims`."""
+    trace = folder / f"k{kernels}{'-types' if record_types else ''}" / "bench_rank-0.pt.trace.json"
     if not trace.exists():
         print(f"generating {trace} ...")
-        write_trace(trace, kernels)
+        write_trace(trace, kernels, record_types=record_types)
     return trace
 
 
@@ -130,8 +143,9 @@ def main() -> None:
     parser.add_argument("path", type=Path)
     parser.add_argument("--kernels", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--record-types", action="store_true", help="`Input type` beside every `Input Dims`")
     args = parser.parse_args()
-    out = write_trace(args.path, args.kernels, args.seed)
+    out = write_trace(args.path, args.kernels, args.seed, record_types=args.record_types)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.0f} MB)")
 
 

@@ -172,10 +172,12 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "kineto_bench")
     parser.add_argument("--repeat", type=int, default=2, help="runs of the CLI (every one is printed)")
     parser.add_argument("--no-hta", action="store_true", help="skip HTA's load")
+    parser.add_argument("--record-types", action="store_true",
+                        help="a trace with `Input type` beside every `Input Dims`, as record_shapes=True writes them")
     parser.add_argument("--hta-timeout", type=float, default=3600.0)
     args = parser.parse_args()
 
-    trace = cached_trace(args.folder, args.kernels)
+    trace = cached_trace(args.folder, args.kernels, record_types=args.record_types)
     folder = trace.parent
     megabytes = trace.stat().st_size / 1e6
     target = 120 if megabytes > 600 else 100

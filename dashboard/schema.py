@@ -96,6 +96,13 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
         "sequence": _I64,  # autograd sequence number, joins forward and backward
         "flops": _F64,  # null = unknown
         "correlation": _I64,  # External id where the source has one
+        # The op's inputs as the profiler recorded them (`record_shapes=True`), one item per input, as text
+        # without the list's outer brackets: `[64, 3, 224, 224], [64], []` (a tensor list: `[[4, 3], [4, 3]]`)
+        # and `float, c10::Half, Scalar, ""` ("" = an input without a dtype). "" = no inputs; null = not
+        # recorded. Cut at 8,192 characters, ending in "…" (collectors.kineto.shapes). Categorical: a few
+        # thousand distinct texts over millions of ops, 4 bytes a row in memory, a dictionary in parquet.
+        "input_shapes": pl.Categorical(),
+        "input_dtypes": pl.Categorical(),
     },
     # One row per CUDA runtime / driver API call.
     "api_calls": {

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from dashboard.collectors.inputs import cut_text
+
 _RANGE_COLUMNS: dict[str, pl.DataType] = {
     "id": pl.Int64,
     "thread": pl.Int64,
@@ -32,7 +34,11 @@ _RANGE_COLUMNS: dict[str, pl.DataType] = {
     "layer": pl.String,
     "flops": pl.Float64,
     "correlation": pl.Int64,
+    "input_shapes": pl.String,
+    "input_dtypes": pl.String,
 }
+# A range's inputs as recorded: (sizes, dtype) per tensor (torch.Size and torch.dtype: no tensor is kept).
+Inputs = tuple[tuple[tuple[int, ...], object], ...]
 
 
 @dataclass(slots=True, eq=False)  # identity: `list.remove` must not compare fields
@@ -137,8 +143,9 @@ class RangeRecorder:
             self._local.stacks = stacks
         return stacks
 
-    def close(self, range_id: int, flops: float | None = None) -> bool:
-        """Close a range (from any thread); False when it is not open."""
+    def close(self, range_id: int, flops: float | None = None, inputs: Inputs | None = None) -> bool:
+        """Close a range (from any thread); False when it is not open. `inputs`: its input tensors' sizes and
+        dtypes, written as text once, in `frame`."""
         end = self.clock()
         with self._lock:
             entry = self._open.pop(range_id, None)
@@ -164,6 +171,7 @@ class RangeRecorder:
                     opened.layer,
                     flops,
                     opened.id,
+                    inputs,
                 )
             )
         return True
@@ -180,4 +188,22 @@ class RangeRecorder:
     def frame(self) -> pl.DataFrame:
         with self._lock:
             rows = list(self._rows)
+        texts: dict[Inputs, tuple[str, str]] = {}  # a layer sees the same shapes step after step
+        for index, row in enumerate(rows):
+            inputs = row[-1]
+            if inputs is not None:
+                found = texts.get(inputs)
+                if found is None:
+                    found = texts[inputs] = inputs_text(inputs)
+                rows[index] = (*row[:-1], *found)
+            else:
+                rows[index] = (*row[:-1], None, None)
         return pl.DataFrame(rows, schema=_RANGE_COLUMNS, orient="row")
+
+
+def inputs_text(inputs: Inputs) -> tuple[str, str]:
+    """(input_shapes, input_dtypes) as the ranges table stores them (`collectors.inputs`): `[64, 512], [512]`
+    and `float32, float32` (torch's dtype names)."""
+    shapes = ", ".join("[" + ", ".join(map(str, sizes)) + "]" for sizes, _ in inputs)
+    dtypes = ", ".join(str(dtype).removeprefix("torch.") for _, dtype in inputs)
+    return cut_text(shapes), cut_text(dtypes)

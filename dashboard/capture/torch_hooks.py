@@ -16,8 +16,15 @@ each microsecond of Python shows in the step time, so the per-call path is
 kept short: tensors are picked out of flat argument tuples without pytree
 (which costs ~15 µs a call; nested arguments still go through it), a single
 tensor's gradient hook is a pre-hook on its autograd node (cheaper to
-register and to call than a tensor hook), and input shapes are only read
-when FLOPs are on (they key the reused FLOPs).
+register and to call than a tensor hook). A forward range keeps its input
+tensors' sizes and dtypes (`input_shapes`, `input_dtypes`: torch.Size and
+dtype objects per call, turned into text once per distinct tuple when the
+capture ends) where its input tensors are found anyway: with gradients on
+(for the backward hooks) or FLOPs on (the shapes key the reused FLOPs);
+measured +0.2 µs (best of 60) to +1.0 µs (median of 10 runs) on a ~15 µs
+hooked Linear(8, 8) call on CPU. Under no_grad without
+FLOPs, finding them would be the cost (+1.3 µs, ~10 %): those ranges keep
+none. Backward ranges keep none either (their inputs are gradients).
 
 No torch.cuda.synchronize anywhere: a kernel belongs to the range open on
 the thread whose API call launched it (tables._owners), so kernels keep
@@ -279,15 +286,23 @@ class LayerHooks:
             flops = self._flops
             grad = self._torch.is_grad_enabled()
             if flops is None and not grad:
+                # Inference without FLOPs: finding the input tensors would be the only cost (~1.3 µs a call, ~10 %
+                # of a hooked small module's call), so this range keeps no input shapes.
                 self.ranges.close(range_id)
                 return None
             inputs = self._inputs(args, kwargs)
+            # Sizes and dtype objects only (text once per distinct tuple, at the end); one tensor is the usual case.
+            if len(inputs) == 1:
+                recorded: tuple = ((inputs[0].shape, inputs[0].dtype),)
+            else:
+                recorded = tuple([(t.shape, t.dtype) for t in inputs])
             if flops is not None:
                 shapes = tuple(t.shape for t in inputs)
-                self.ranges.close(range_id, flops=flops.flops(flops_start, (name, "forward", shapes)))
+                self.ranges.close(range_id, flops=flops.flops(flops_start, (name, "forward", shapes)),
+                                  inputs=recorded)
             else:
                 shapes = ()
-                self.ranges.close(range_id)
+                self.ranges.close(range_id, inputs=recorded)
             if grad and (self.per_module_backward or not calls):
                 self._watch_backward(name, shapes, inputs, output)
             elif not calls and flops is not None:

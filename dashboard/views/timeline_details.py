@@ -20,6 +20,7 @@ from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.analysis.timeline_details import EventDetails, EventRef, event_details
 from dashboard.analysis.timeline_lanes import display_name
 from dashboard.analysis.units import format_bytes, format_flops_rate, format_ns
+from dashboard.collectors.inputs import CUT_MARK
 from dashboard.figures.timeline_marks import KIND_CODES, REF_COLUMNS
 from dashboard.store import Run
 from dashboard.views import timeline as view
@@ -30,6 +31,12 @@ CLASS_WORDS = {"compute": "compute", "communication": "communication (collective
                "sync": "synchronising: the CPU waits for the GPU", "launch": "kernel launch",
                "other": "other"}
 MAX_LAUNCHED_ROWS = 12
+EMPTY_DTYPE = '""'  # an input the profiler gave no type (None, an optional argument)
+MAX_INPUTS_SHOWN = 400  # characters of an op's inputs in the chain (an optimizer's foreach op lists every parameter)
+NOT_RECORDED = ("input shapes and dtypes: not recorded in this run (a PyTorch profiler trace has them when "
+                "recorded with record_shapes=True)")
+NOT_STORED = ("input shapes and dtypes: not stored by the version that ingested this run; ingest its trace "
+              "again to see them")
 KIND_OF_CODE = {code: kind for kind, code in KIND_CODES.items() if kind != "pass"}
 Row = tuple[str, str]
 
@@ -45,8 +52,8 @@ class Pane:
     facts: list[Row]
     record: list[Row]  # every stored column, raw
     launch: list[Row] = field(default_factory=list)
-    chain: list[Row] = field(default_factory=list)  # (op, category · shapes · dtypes), outermost first
-    chain_note: str = ""  # what the chain lacks (input shapes the run did not store)
+    chain: list[Row] = field(default_factory=list)  # (op, category · inputs: dtype[shape], ...), outermost first
+    chain_note: str = ""  # what the chain lacks (input shapes the run did not record)
     stack: list[str] = field(default_factory=list)
     launched: list[tuple[str, str, str]] = field(default_factory=list)  # name, launches, GPU time
     launched_note: str = ""
@@ -93,14 +100,67 @@ def _facts(details: EventDetails, klass: str | None, origin_ns: int) -> list[Row
     return rows
 
 
+def input_items(text: str) -> list[str]:
+    """The items of a stored input list (`[4, 3], [[2], [2]], []` or `float, "a, b", Scalar`): split at the
+    ", " outside brackets and quotes."""
+    items, depth, quoted, escaped, start = [], 0, False, False, 0
+    for index, char in enumerate(text):
+        if quoted:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+        elif char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif depth == 0 and text.startswith(", ", index):
+            items.append(text[start:index])
+            start = index + 2
+    items.append(text[start:])
+    return items
+
+
+def _input(shape: str, dtype: str) -> str:
+    kind = "" if dtype == EMPTY_DTYPE else dtype
+    if shape == "[]":  # a scalar, a non-tensor argument (or a 0-d tensor)
+        return kind or "–"
+    return f"{kind}{shape}"
+
+
+def inputs_text(shapes: str | None, dtypes: str | None) -> str | None:
+    """An op's inputs in words: `float[64, 3, 224, 224], float[64], Scalar` (a dtype beside each shape, as
+    `record_shapes` pairs them; a `[]` shape, a scalar or a non-tensor argument, shows its type alone);
+    the two lists apart when they do not pair up; None when neither was recorded."""
+    if shapes is None and dtypes is None:
+        return None
+    if not shapes and not dtypes:
+        return "no inputs"
+    if shapes and dtypes and not shapes.endswith(CUT_MARK) and not dtypes.endswith(CUT_MARK):
+        dims, types = input_items(shapes), input_items(dtypes)
+        if len(dims) == len(types):
+            return ", ".join(_input(dim, kind) for dim, kind in zip(dims, types, strict=True))
+    return " · ".join(f"{label} {text}" for label, text in (("shapes", shapes), ("dtypes", dtypes)) if text is not None)
+
+
+def _shown(text: str) -> str:
+    if len(text) <= MAX_INPUTS_SHOWN:
+        return text
+    return f"{text[:MAX_INPUTS_SHOWN]}… ({len(text):,} characters in all)"
+
+
 def _chain(chain: list[dict[str, Any]]) -> list[Row]:
-    """(op name, what it is: category, input shapes and dtypes where the source kept them)."""
+    """(op name, what it is: category, its inputs' dtypes and shapes where the source recorded them)."""
     rows = []
     for op in chain:
         parts = [str(op.get("category") or "range")]
-        for column, label in (("input_shapes", "shapes"), ("input_dtypes", "dtypes")):
-            if op.get(column):
-                parts.append(f"{label} {op[column]}")
+        inputs = inputs_text(op.get("input_shapes"), op.get("input_dtypes"))
+        if inputs is not None:
+            parts.append(f"inputs {_shown(inputs)}")
         rows.append((str(op.get("name") or "(unnamed)"), " · ".join(parts)))
     return rows
 
@@ -143,8 +203,10 @@ def details_pane(run: Run, state: view.State) -> Pane | None:
     klass = data.names.get_column("klass")[code]
     kind = ref.kind
     title = display_name(details.name, "kernel" if kind == "kernel" else "range")
-    stored = any(op.get("input_shapes") or op.get("input_dtypes") for op in details.op_chain)
-    note = "" if stored or not details.op_chain else "input shapes and dtypes: not stored in this run's ranges"
+    recorded = any(op.get("input_shapes") is not None or op.get("input_dtypes") is not None
+                   for op in details.op_chain)
+    stored = any("input_shapes" in op for op in details.op_chain)  # runs ingested before they were kept lack both
+    note = "" if recorded or not details.op_chain else NOT_RECORDED if stored else NOT_STORED
     pane = Pane(ref=ref.text(), kind=KIND_WORDS[kind], title=title,
                 name=details.name, facts=_facts(details, klass, data.start_ns), record=_record(details.record),
                 chain=_chain(details.op_chain), chain_note=note, stack=details.stack,

@@ -32,10 +32,18 @@ def _stack(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
         "depth": [0, 1, 2], "start_ns": [EPOCH_NS - 60_000, EPOCH_NS, middle], "end_ns": [end, middle, end]}))
 
 
+# The launching op's inputs as the Kineto collector stores them (`record_shapes=True`).
+LINEAR_SHAPES, LINEAR_DTYPES = "[64, 512], [1024, 512], [1024]", "c10::BFloat16, c10::BFloat16, c10::BFloat16"
+
+
 @pytest.fixture(scope="module")
 def tables() -> dict[str, pl.DataFrame]:
     tables = kernel_tables(kernels_per_stream=1_000)  # dense enough to be bucketed when zoomed out
     tables["stack"] = _stack(tables)
+    linear = pl.col("name") == "aten::linear"
+    tables["ranges"] = schema.conform("ranges", tables["ranges"].with_columns(
+        pl.when(linear).then(pl.lit(LINEAR_SHAPES)).alias("input_shapes"),
+        pl.when(linear).then(pl.lit(LINEAR_DTYPES)).alias("input_dtypes")))
     return tables
 
 
@@ -309,7 +317,12 @@ def test_clicking_a_kernel_opens_its_details_and_draws_its_launch_arrows(page: P
     expect(facts).to_contain_text("registers per thread32")
     expect(facts).to_contain_text("launching opaten::add")
     expect(details).to_contain_text("cudaLaunchKernel")  # the API call that launched it
-    expect(page.locator("#timeline-op-chain")).to_contain_text("ProfilerStep#3")
+    chain = page.locator("#timeline-op-chain")
+    expect(chain).to_contain_text("ProfilerStep#3")
+    # The launching op's input dtypes and shapes, paired as record_shapes pairs them.
+    expect(chain.locator("li", has_text="aten::linear")).to_contain_text(
+        "inputs c10::BFloat16[64, 512], c10::BFloat16[1024, 512], c10::BFloat16[1024]")
+    expect(details).not_to_contain_text("not recorded in this run")
     expect(details.get_by_role("link", name="this kernel on /kernels")).to_have_attribute("href", re.compile("sel="))
     # The launch arrow (API call -> kernel) and the op's arrow are drawn, and the kernel outlined.
     page.wait_for_function(f"""() => document.querySelector('{GRAPH}').data.some(

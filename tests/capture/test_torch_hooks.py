@@ -270,3 +270,32 @@ def test_layer_modes_by_name() -> None:
         assert session.metadata()["capture"]["layers"] == expected, layers
     with pytest.raises(ValueError, match="layers='sideways'"):
         CaptureSession("t", backend=FakeCuptiBackend(), layers="sideways")
+
+
+class _TwoInputs(nn.Module):
+    def forward(self, x, mask=None, scale=2.0):
+        return x * scale if mask is None else x.masked_fill(mask, 0.0) * scale
+
+
+def test_forward_ranges_keep_their_input_tensors_sizes_and_dtypes() -> None:
+    model = nn.Sequential(nn.Linear(8, 4).to(torch.float64), nn.GELU())
+    both = _TwoInputs()
+    _, tables = _capture(model, torch.randn(3, 8, dtype=torch.float64))
+    forward = _modules(tables, "forward")
+    assert forward.select("name", "input_shapes", "input_dtypes").rows() == [
+        ("Sequential", "[3, 8]", "float64"), ("Sequential.0", "[3, 8]", "float64"),
+        ("Sequential.1", "[3, 4]", "float64")]
+    # Backward ranges have gradients for inputs: none are kept.
+    assert _modules(tables, "backward").get_column("input_shapes").null_count() == 3
+    # Keyword tensors count, other arguments do not; under no_grad they are kept while FLOPs are counted.
+    with CaptureSession("t", backend=FakeCuptiBackend(), layers=True, flops=True) as session, torch.no_grad():
+        both(torch.ones(2, 5, dtype=torch.bfloat16), mask=torch.zeros(2, 5, dtype=torch.bool), scale=3.0)
+        both(torch.ones(7, dtype=torch.int64))
+    ranges = session.tables()["ranges"].sort("start_ns")
+    assert ranges.schema["input_shapes"] == pl.Categorical
+    assert ranges.select("input_shapes", "input_dtypes").rows() == [("[2, 5], [2, 5]", "bfloat16, bool"),
+                                                                    ("[7]", "int64")]
+    # Under no_grad without FLOPs, finding the tensors would be the only cost: none are kept.
+    with CaptureSession("t", backend=FakeCuptiBackend(), layers=True, flops=False) as session, torch.no_grad():
+        both(torch.ones(7))
+    assert session.tables()["ranges"].get_column("input_shapes").to_list() == [None]

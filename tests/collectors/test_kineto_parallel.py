@@ -199,3 +199,26 @@ def test_one_cpu_decodes_the_mapped_file_in_this_process(tmp_path: Path, monkeyp
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": _many_events(300)}))
     _assert_same(_parallel(path, workers=1), decode_file(path))
+
+
+def test_an_error_while_building_a_chunks_columns_reaches_the_caller_as_itself(tmp_path: Path, monkeypatch) -> None:
+    """The decoded events point into the mapped file: an error after the decode must still let the view go,
+    so the caller sees that error (and the parallel path falls back), not a BufferError."""
+    import mmap
+
+    from dashboard.collectors.kineto import worker
+
+    path = write(tmp_path / "t.json", _many_events(50))
+
+    def broken(events, trace, parts):
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    monkeypatch.setattr(worker, "frames_of_chunk", broken)
+    data = path.read_bytes()
+    start, stop = data.index(b"[{") + 1, data.rindex(b"}]") + 1
+    with (open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY) as mapped,
+          pytest.raises(UnicodeDecodeError)):
+        worker.decode_range(mapped, start, stop, 1024)
+    # In the parallel path (this process decodes a share of the ranges), the same error falls back: None.
+    monkeypatch.setattr(kineto_parallel, "decode_range", worker.decode_range)
+    assert _parallel(path, workers=1) is None

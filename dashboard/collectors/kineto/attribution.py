@@ -206,4 +206,5 @@ def ranges_table(ranges: pl.DataFrame) -> pl.DataFrame:
         "pass", "step", "layer", "sequence",
         pl.col("flops_inclusive").alias("flops"),
         pl.col("external_id").alias("correlation"),
+        *(column for column in ("input_shapes", "input_dtypes") if column in ranges.columns),
     )

@@ -9,8 +9,9 @@ collect (or a folder's files) become one set of tables, `rank` taken from
 
 Tables: `kernels`, `memcpy` (memsets as kind "Memset"), `ranges` (cpu_op,
 user_annotation, gpu_user_annotation, python_function, profiler_step and
-any unknown category of complete event, kept under its own name), and
-`api_calls` (cuda_runtime / cuda_driver). Kernels and copies carry their
+any unknown category of complete event, kept under its own name; each op's
+`Input Dims` / `Input type` as `input_shapes` / `input_dtypes` text, see
+`shapes`), and `api_calls` (cuda_runtime / cuda_driver). Kernels and copies carry their
 launching op, layer, pass and (kernels) FLOPs; see `attribution`,
 `ranges` for how: the pass comes from autograd evidence in the trace
 (backward nodes, `Fwd thread id`, `Sequence number`, `fwdbwd` flows, module
@@ -22,7 +23,7 @@ Times are int64 ns: `round(ts * 1000)` (+ `baseTimeNanoseconds`).
 `decode` (msgspec, chunked; `parallel` spreads big files over
 processes) -> `columns` -> `tables`
 (ns, ranks, cleaning) -> `nesting` / `ranges` ->
-`attribution`.
+`attribution` (-> `shapes` for the ranges table).
 
 How bad input is handled:
 
@@ -43,6 +44,9 @@ How bad input is handled:
   interval categories the dashboard does not know (other accelerators' device
   activity) and ignored instants are named in warnings with their counts.
 * sampled traces (missing events): orphan correlations simply stay unlinked.
+* `Input Dims` / `Input type` that are not lists: left empty, counted; longer
+  than 8,192 characters as text (a foreach op over every parameter): cut,
+  counted with the longest and its op.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ from dashboard.collectors.kineto.decode import DecodedTrace, decode_file
 from dashboard.collectors.kineto.memory import DEVICE_VENDORS, device_memory_table, device_vendors
 from dashboard.collectors.kineto.parallel import decode_parallel
 from dashboard.collectors.kineto.ranges import annotate, prepare
+from dashboard.collectors.kineto.shapes import input_texts
 from dashboard.collectors.kineto.tables import assign_ranks, file_metadata, normalise
 
 _TOP_KEYS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"baseTimeNanoseconds"')
@@ -163,7 +168,10 @@ class KinetoCollector:
             emit("memcpy", copies)
             del kernels, copies
         if ranges.height:  # last: written while the kernels table was built, it lifted the peak ~30 MB at 262 MB
-            emit("ranges", ranges_table(ranges))
+            # Shapes and dtypes as text only now: categorical raw JSON until here (4 bytes a row in every sort).
+            inputs = input_texts(ranges, sources)
+            warnings += inputs.warnings
+            emit("ranges", ranges_table(ranges.with_columns(inputs.columns)))
         if frames["memory"].height:
             vendors = device_vendors(frames["memory"])
             if any(vendor != DEVICE_VENDORS[1] for vendor in vendors.values()):  # CUDA goes without saying

@@ -101,7 +101,9 @@ class _FastArgs(msgspec.Struct, frozen=True, gc=False):
     sequence: int | None = msgspec.field(default=None, name="Sequence number")
     fwd_thread: int | None = msgspec.field(default=None, name="Fwd thread id")
     python_id: int | None = msgspec.field(default=None, name="Python id")
+    # Kept as raw JSON (a span of the input, no Python list per shape): `columns` turns every op's into text.
     input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")
+    input_types: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input type")
     concrete_inputs: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Concrete Inputs")
     module_hierarchy: str | None = msgspec.field(default=None, name="Module Hierarchy")
     flops: float | None = None
@@ -141,6 +143,7 @@ class _LenientArgs(msgspec.Struct, frozen=True, gc=False):
     fwd_thread: Any = msgspec.field(default=None, name="Fwd thread id")
     python_id: Any = msgspec.field(default=None, name="Python id")
     input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")
+    input_types: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input type")
     concrete_inputs: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Concrete Inputs")
     module_hierarchy: Any = msgspec.field(default=None, name="Module Hierarchy")
     flops: Any = None

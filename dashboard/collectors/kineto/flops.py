@@ -251,9 +251,11 @@ def flops_from_shapes(frame: pl.DataFrame) -> pl.Series:
     every other row is computed from its shapes, or null.
     """
     keys = ["name", "input_dims", "concrete_inputs"]
-    # Only rows with shapes can be computed (ops with a formula: a few of a million ranges keep them), so
-    # only they go through the join; the rest stay null without a join of every row on three text keys.
-    shaped = frame.get_column("input_dims").is_not_null().arg_true()
+    # Only ops with a formula and shapes can be computed (a few of a million ranges), so only they go
+    # through the join; the rest stay null without a join of every row on three text keys.
+    shaped = frame.select(
+        pl.col("name").is_in(list(FLOP_OP_NAMES)) & pl.col("input_dims").is_not_null()
+    ).to_series().arg_true()
     candidates = frame.select(keys)[shaped]
     distinct = candidates.unique()
     computed = [

@@ -54,11 +54,17 @@ def decode_range(
             before, after = mapped[first - 1], mapped[last]
             mapped[first - 1], mapped[last] = _OPEN, _CLOSE
             view = memoryview(mapped)[first - 1 : last + 1]
+            decoded: list[Any] = []
             try:
                 decoded = decode_chunk(view, trace)
                 trace.events += len(decoded)
                 frames_of_chunk(decoded, trace, parts)  # copies what it keeps out of the buffer
-                del decoded
+                decoded = []
+            except Exception as exc:
+                # The traceback's frames hold the decoded events, whose raw spans point into the view: without
+                # them the view can be released below, and the caller sees this error, not a BufferError.
+                decoded.clear()
+                raise exc.with_traceback(None) from None
             finally:
                 view.release()
                 mapped[first - 1], mapped[last] = before, after

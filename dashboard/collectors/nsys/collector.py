@@ -16,6 +16,11 @@ or start/end) on the CPU thread of the runtime call that launched it
 (matched by process + correlation id) that contains the whole call. `layer`
 and `pass` stay null: NVTX names carry no reliable layer / pass meaning.
 
+Input shapes: an NVTX range written by PyTorch's `emit_nvtx(record_shapes=True)` carries its op's input
+sizes in its text (`aten::addmm, seq = 3, op_id = 9, sizes = [[16], [64, 32], [32, 16], [], []]`); they go
+to `ranges.input_shapes` in the common form (`collectors.inputs`). The range keeps its whole text as its
+name; emit_nvtx records no dtypes, so `input_dtypes` stays null, as do both for any other NVTX range.
+
 Rank: an NVTX thread name such as `MPI Rank 3`, else an MPI / Slurm / torch
 rank variable in TARGET_INFO_SYSTEM_ENV, else the file name (`…rank3`,
 `…perlmutter3`; not nsys's default `report3`), else 0.
@@ -33,6 +38,7 @@ import polars as pl
 
 from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn
 from dashboard.collectors.failures import describe_failure, sqlite_problem
+from dashboard.collectors.inputs import CUT_MARK, MAX_INPUT_CHARS, nvtx_input_shapes
 from dashboard.collectors.nsys.db import SQLITE_ERRORS, SQLITE_MAGIC, Export, connect, table_names
 from dashboard.collectors.nsys.readers import read_activity
 
@@ -117,13 +123,18 @@ def read_export(path: Path) -> ExportTables:
         raise IngestError(path, f"unexpected values in the export: {describe_failure(exc)}") from None
     finally:
         db.close()
+    # PyTorch's emit_nvtx(record_shapes=True) writes each op's input sizes into its range text.
+    shapes, cut, longest = nvtx_input_shapes(ranges.get_column("name"))
+    if cut:
+        warnings.append(f"{path}: {cut:,} NVTX ranges' `sizes = [...]` longer than {MAX_INPUT_CHARS:,} characters "
+                        f"as text, cut there and ended with {CUT_MARK} (the longest: {longest:,} characters)")
     tables = {
         "kernels": kernels.drop("pid"),
         "memcpy": copies.drop("pid"),
         "api_calls": calls.drop("pid"),
         "ranges": ranges.select(
             "id", "thread", "name", "start_ns", "end_ns", "depth", "parent", category=pl.lit("nvtx")
-        ),
+        ).with_columns(shapes),
     }
     return ExportTables(tables, rank, metadata, warnings)
 
