@@ -16,6 +16,8 @@ the replaced ones (`LiveGraph`).
 from __future__ import annotations
 
 import difflib
+import threading
+import time
 from dataclasses import dataclass
 
 import polars as pl
@@ -57,6 +59,7 @@ class StepReplay:
         self._live = LiveGraph(self.pool, self.start)  # the graph the next match substitutes into
         self._replaces: dict[int, int] = {}
         self._stopped = False
+        self._lock = threading.RLock()  # a cached replay may be asked for by two requests at once
 
     @property
     def complete(self) -> bool:
@@ -67,36 +70,46 @@ class StepReplay:
         self.advance(len(self.spec.matches))
         return 1 + len(self.changes)
 
-    def advance(self, upto: int) -> None:
-        """Replay matches until graph `upto` exists (or the replay stopped)."""
-        pool = self.pool
-        while len(self.changes) < min(upto, len(self.spec.matches)) and not self._stopped:
-            before_trace, after_trace = self.spec.matches[len(self.changes)]
-            before = pool.from_trace(self.table, before_trace)
-            after = pool.from_trace(self.table, after_trace)
-            self._replaces[before] = after
-            error = None
-            try:
-                graph = substitute(pool, self._current, self._replaces, self.spec.walk, self.spec.enter_calls,
-                                   self._live)
-            except RewriteError as exc:
-                error = str(exc)
-                graph = pool.node("REWRITE_ERROR", "dtypes.void", (), error, None)
-                self._stopped = True
-            self.changes.append(MatchChange(before, after, graph, error))
-            if not self.spec.bottom_up and not self._stopped:
-                self._current = graph
-                self._live.replace_root(graph)
+    @property
+    def replayed(self) -> int:
+        """Graphs replayed so far (the input counts)."""
+        return 1 + len(self.changes)
 
-    def graph(self, index: int) -> int:
-        """Graph `index` (0: the input; k: after match k), clamped to the graphs there are."""
-        self.advance(index)
+    def advance(self, upto: int, deadline: float | None = None) -> None:
+        """Replay matches until graph `upto` exists, the replay stopped, or `time.monotonic()` passed `deadline`."""
+        with self._lock:
+            pool = self.pool
+            while len(self.changes) < min(upto, len(self.spec.matches)) and not self._stopped:
+                if deadline is not None and time.monotonic() > deadline:
+                    return
+                self._replay_next(pool)
+
+    def _replay_next(self, pool: NodePool) -> None:
+        before_trace, after_trace = self.spec.matches[len(self.changes)]
+        before = pool.from_trace(self.table, before_trace)
+        after = pool.from_trace(self.table, after_trace)
+        self._replaces[before] = after
+        error = None
+        try:
+            graph = substitute(pool, self._current, self._replaces, self.spec.walk, self.spec.enter_calls,
+                               self._live)
+        except RewriteError as exc:
+            error = str(exc)
+            graph = pool.node("REWRITE_ERROR", "dtypes.void", (), error, None)
+            self._stopped = True
+        self.changes.append(MatchChange(before, after, graph, error))
+        if not self.spec.bottom_up and not self._stopped:
+            self._current = graph
+            self._live.replace_root(graph)
+
+    def graph(self, index: int, deadline: float | None = None) -> int:
+        """Graph `index` (0: the input; k: after match k), clamped to the graphs replayed (by the deadline)."""
+        self.advance(index, deadline)
         index = max(0, min(index, len(self.changes)))
         return self.start if index == 0 else self.changes[index - 1].graph
 
     def change(self, index: int) -> MatchChange | None:
-        """Match `index` (from 1), None for graph 0 or a match past the replay's end."""
-        self.advance(index)
+        """Match `index` (from 1) as replayed so far, None for graph 0 or a match not replayed (yet)."""
         return self.changes[index - 1] if 1 <= index <= len(self.changes) else None
 
     def changed_nodes(self, index: int) -> set[int]:

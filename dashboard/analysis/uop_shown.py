@@ -15,6 +15,7 @@ have hidden neighbours, so "n more" can add the next ring.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections import deque
 from dataclasses import dataclass, field
@@ -26,6 +27,10 @@ _FOLDED_BODY = {"CALL": 1, "FUNCTION": 1, "PROGRAM": 2}  # op -> leading sources
 _FLOAT_DTYPES = frozenset({"half", "bfloat16", "float", "double", "weakfloat", "fp8e4m3", "fp8e5m2",
                            "fp8e4m3fnuz", "fp8e5m2fnuz", "float16", "float32", "float64"})
 LABEL_WRAP, SOURCE_WRAP, SOURCE_LINES = 80, 200, 30
+# Fields of a ParamArg at their defaults, which tinygrad's own repr leaves out (the label keeps the rest).
+_PARAM_DEFAULTS = re.compile(r", (?:vmin_vmax|multiple_of|name|axis|device)=None|, addrspace=AddrSpace\.GLOBAL|"
+                             r", volatile=False")
+_BINARY = re.compile(r"^<(\d+) bytes [0-9a-f]+>$")  # a BINARY's argument: its size and digest; VIZ shows the size
 
 
 @dataclass
@@ -91,7 +96,9 @@ def label(pool: NodePool, node: int, excluded: set[int]) -> str:
     op, arg, dtype, src = pool.op[node], pool.arg[node], pool.dtype[node], pool.src[node]
     text = op
     if arg is not None:
-        shown = _value(pool, node) if op == "CONST" else arg.replace(":", "")
+        shown = _value(pool, node) if op == "CONST" else _BINARY.sub(r"<\1 bytes>", arg).replace(":", "")
+        if shown.startswith("ParamArg("):
+            shown = _PARAM_DEFAULTS.sub("", shown)
         width = SOURCE_WRAP if op == "SOURCE" else LABEL_WRAP
         wrapped = [part for line in shown.splitlines() for part in (textwrap.wrap(line, width) or [""])]
         text += "\n" + "\n".join(wrapped or [""])

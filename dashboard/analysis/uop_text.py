@@ -74,7 +74,7 @@ def uop_text(pool: NodePool, root: int, max_lines: int = MAX_LINES) -> str:
 
     open_node(root, 0)
     while pending and len(lines) < max_lines:
-        node, depth, sources = pending[-1]
+        _, depth, sources = pending[-1]
         if sources:
             open_node(sources.pop(), depth + 2)
             continue
@@ -85,4 +85,29 @@ def uop_text(pool: NodePool, root: int, max_lines: int = MAX_LINES) -> str:
         lines.append(f"… {left:,} more UOps not printed (the text stops at {max_lines:,} lines)")
     elif lines and lines[0].endswith(")),") and len(lines) == 1:
         lines[0] = lines[0][:-1]  # a root without sources: no trailing comma
+    return "\n".join(lines)
+
+
+def program_parts(pool: NodePool, program: int) -> dict[str, int]:
+    """A PROGRAM node's SINK / LINEAR / SOURCE / BINARY sources, by op (their places differ by release)."""
+    parts: dict[str, int] = {}
+    for source in pool.src[program]:
+        parts.setdefault(pool.op[source], source)
+    return parts
+
+
+def linear_text(pool: NodePool, linear: int, max_lines: int = 20_000) -> str:
+    """A LINEAR's uops as tinygrad's `print_uops` lists them (VIZ's "View UOp List"): position, op, dtype,
+    sources as positions (a CONST as its value, `--` for one outside the list), argument."""
+    uops = list(pool.src[linear])
+    position = {node: index for index, node in enumerate(uops)}
+    lines = []
+    for index, node in enumerate(uops[:max_lines]):
+        sources = [(repr(str(pool.arg[s])) if pool.op[s] == "CONST" else str(position[s])) if s in position else "'--'"
+                   for s in pool.src[node]]
+        shown = "[" + ", ".join(sources) + "]"
+        arg = _argument(pool, node)
+        lines.append(f"{index:4d} {'Ops.' + pool.op[node]:20s}: {pool.dtype[node]:40s} {shown:32s} {arg}")
+    if len(uops) > max_lines:
+        lines.append(f"… {len(uops) - max_lines:,} more uops")
     return "\n".join(lines)

@@ -17,14 +17,12 @@ import sys
 
 
 def main(rewrites_path: str, steps: list[str]) -> None:
-    from tinygrad.uop.ops import RewriteTrace
-    from tinygrad.viz import serve as viz
-
     # The graphs are what is compared, not their texts: serve's Python rendering of each whole graph
     # (`pystr`, for its text panel) and of every INDEX in a label (`UOp.render`, which simplifies the
     # expression first) cost nearly all of its time (229 s for one 53-match step of the shared sample)
     # and are left out. The nodes, edges, folding and highlighting are serve's own code.
-    from tinygrad.uop.ops import UOp
+    from tinygrad.uop.ops import RewriteTrace, UOp
+    from tinygrad.viz import serve as viz
 
     viz.pystr = lambda uop: ""
     UOp.render = lambda self, *args, **kwargs: ""

@@ -8,6 +8,7 @@ table (`releases.Evidence`); `uops_frame` then writes it with names and argument
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections import Counter
 from dataclasses import dataclass, field
@@ -129,6 +130,10 @@ def uops_frame(raw: RawUOps, names: Names, rank: int) -> pl.DataFrame:
     """The `rewrite_uops` table: one row per trace number."""
     def arg_text(value: Any) -> str:
         # SOURCE code and other strings are kept whole; records and containers within the argument budget.
+        # A BINARY's bytes as their size and a digest: two programs of one size are two UOps, which the
+        # graph replay (analysis/uop_graph.py) must tell apart as tinygrad does.
+        if type(value) is bytes:
+            return f"<{len(value)} bytes {hashlib.blake2b(value, digest_size=8).hexdigest()}>"
         return render(value, names, budget=None if type(value) is str else 2_000)
 
     frame = pl.DataFrame({
