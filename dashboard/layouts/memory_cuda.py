@@ -131,7 +131,8 @@ def layout(run: Run, query: dict[str, Any]) -> html.Div:
     relative = (" Allocated counts from 0 at the trace start: the trace has no allocator totals (a 2021 trace), "
                 "so memory held before the profiler started is not included." if data.relative else "")
     return html.Div([
-        page_header("Memory", run, "CUDA allocator memory over time: allocated, reserved, live allocations"),
+        page_header("Memory", run, "Device memory over time from allocator events (CUDA caching allocator, tinygrad "
+                    "buffers): allocated, reserved, live allocations"),
         dcc.Store(id="memory-cuda-view", data=_view(run, state, parts)),
         url_state_store("memory_cuda", state.url_state()),
         html.Div([
