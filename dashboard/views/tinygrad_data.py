@@ -17,6 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
+from dashboard.analysis.compare_rewrites import GraphDigests
+from dashboard.analysis.compare_rewrites import Side as CompareSide
 from dashboard.analysis.disassembly import Disassembly, disassemble
 from dashboard.analysis.uop_graph import UOpColumns
 from dashboard.analysis.uop_replay import StepReplay, step_spec
@@ -115,3 +117,18 @@ def pattern_source(file: str | None, line: int | None, release: str | None) -> s
     relative = "/".join(parts[len(parts) - parts[::-1].index("tinygrad"):])  # after the last `tinygrad/`
     lines = _package_lines(relative)
     return lines[line - 1].strip() if lines is not None and line <= len(lines) else None
+
+
+@per_run(maxsize=2)
+def graph_digests(run: Run, rank: int) -> GraphDigests:
+    """Digests of the rank's graphs, filled as comparisons ask for them (kept with the run)."""
+    return GraphDigests(uop_columns(run, rank))
+
+
+def compare_side(run: Run, rank: int | None) -> CompareSide:
+    """One run's part of a rewrite comparison (`analysis.compare_rewrites`): one rank, the first by default."""
+    tables = rewrite_tables(run)
+    chosen = rank if rank is not None and rank in tables.ranks() else tables.ranks()[0]
+    kernels = run.scan("kernels").filter(pl.col("rank") == chosen).select("name", "start_ns", "end_ns").collect()
+    return CompareSide(tables.contexts.filter(pl.col("rank") == chosen),
+                       tables.steps.filter(pl.col("rank") == chosen), kernels, graph_digests(run, chosen).of)
