@@ -30,12 +30,14 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dashboard.collectors.base import IngestError
+from dashboard.collectors.base import IngestError, probe_file
+from dashboard.collectors.tinygrad import COLLECTOR as TINYGRAD
 from dashboard.ingest.allocator import ALLOCATOR_ENV, input_bytes, setting_for
 from dashboard.store import RunStore
 
@@ -69,17 +71,33 @@ class Budget:
     memory_hint: str = "--max-memory-mb"
 
 
+# A tinygrad VIZ pickle counts this many times its size: it unpickles to ~19 bytes of Python objects and
+# tables per byte at its peak (benchmarks/tinygrad_ingest.py) and ~0.45 s of CPU per MB, where the per-MB
+# shares were measured on JSON traces (~10 bytes per byte); counted at its size, a 100 MB rewrites.pkl
+# would be stopped at its budget.
+HEAVY_PICKLE_WEIGHT = 2.5
+
+
 def input_megabytes(paths: Sequence[Path]) -> float:
-    """The size of the inputs in MB, a gzip file at its uncompressed size; links are not counted (not read)."""
-    total = 0
+    """The size of the inputs in MB, a gzip file at its uncompressed size, a tinygrad VIZ pickle at
+    HEAVY_PICKLE_WEIGHT times it; links are not counted (not read)."""
+    total = 0.0
     for path in paths:
         files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
         for file in files:
             if file.is_symlink():
                 continue
             size = file.stat().st_size
-            total += max(size, _gzip_uncompressed_size(file)) if size >= 18 else size
+            size = max(size, _gzip_uncompressed_size(file)) if size >= 18 else size
+            total += size * HEAVY_PICKLE_WEIGHT if _is_tinygrad_pickle(file) else size
     return total / MB
+
+
+def _is_tinygrad_pickle(path: Path) -> bool:
+    try:
+        return TINYGRAD.sniff(probe_file(path))
+    except (OSError, EOFError, IngestError, gzip.BadGzipFile, zlib.error):
+        return False
 
 
 def _gzip_uncompressed_size(path: Path) -> int:
