@@ -129,12 +129,18 @@ def server_side(run: Run, biggest: tuple[int, int, int], heaviest: tuple[int, in
     }
 
 
+SERVE_TIMEOUT_S = 600
+
+
 def serve_peer(rewrites: Path, steps: list[tuple[int, int]]) -> dict[str, object] | None:
+    started = time.perf_counter()
     try:
         done = subprocess.run([sys.executable, "-c", SERVE, str(rewrites), *(f"{c}:{s}" for c, s in steps)],
-                              capture_output=True, text=True, timeout=3600, check=True)
+                              capture_output=True, text=True, timeout=SERVE_TIMEOUT_S, check=True)
+    except subprocess.TimeoutExpired:
+        return {"error": f"tinygrad's VIZ code gave no first graph of these steps in {SERVE_TIMEOUT_S} s"}
     except (subprocess.SubprocessError, OSError) as exc:
-        return {"error": str(exc)[:300]}
+        return {"error": f"{str(exc)[:300]} after {time.perf_counter() - started:.0f} s"}
     return json.loads(done.stdout)
 
 

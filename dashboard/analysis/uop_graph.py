@@ -232,22 +232,28 @@ class LiveGraph:
 
 
 def toposort(pool: NodePool, root: int, enter_calls: bool = True) -> list[int]:
-    """Sources before users, each node once (tinygrad's `UOp.toposort`, the same order)."""
-    done: dict[int, None] = {}
-    stack: list[tuple[int, bool]] = [(root, False)]
+    """Sources before users, each node once (what tinygrad's `UOp.toposort` gives, as a set; the order within
+    is a depth-first one, not necessarily tinygrad's). A node's id on the stack means "enter it", its
+    complement (`~id`, negative) "its sources are done"."""
+    state: dict[int, bool] = {}  # node -> done
+    order: list[int] = []
+    sources_of, ops = pool.src, pool.op
+    stack = [root]
     while stack:
-        node, visited = stack.pop()
-        if node in done:
-            continue
-        if visited:
-            done[node] = None
-            continue
-        stack.append((node, True))
-        sources = pool.src[node]
-        if not enter_calls and pool.op[node] in ("CALL", "FUNCTION"):
-            sources = sources[1:]
-        stack.extend((source, False) for source in reversed(sources))
-    return list(done)
+        node = stack.pop()
+        if node >= 0:
+            if node in state:
+                continue
+            state[node] = False
+            stack.append(~node)
+            sources = sources_of[node]
+            if not enter_calls and ops[node] in ("CALL", "FUNCTION"):
+                sources = sources[1:]
+            stack.extend([source for source in sources if source not in state])
+        elif not state[~node]:
+            state[~node] = True
+            order.append(~node)
+    return order
 
 
 def substitute(pool: NodePool, root: int, replaces: dict[int, int], walk: bool = False,

@@ -174,9 +174,16 @@ def _nearest(edges: list[tuple[int, int, int]], seeds: list[int], limit: int) ->
     return list(picked)
 
 
-def shown_graph(pool: NodePool, root: int, changed: set[int] | None = None, limit: int | None = None) -> ShownGraph:
-    """The graph under `root` as VIZ draws it, bounded to `limit` nodes nearest the change and the root."""
+def shown_graph(pool: NodePool, root: int, changed: set[int] | None = None, limit: int | None = None,
+                replacement: int | None = None) -> ShownGraph:
+    """The graph under `root` as VIZ draws it, bounded to `limit` nodes nearest the change and the root.
+
+    The changed nodes are `changed`, or (serve's `change`) the nodes of the `replacement`'s sub-graph that
+    are in this graph: computed here, so the graph is walked once."""
     order = toposort(pool, root)
+    if replacement is not None:
+        present = set(order)
+        changed = {node for node in toposort(pool, replacement) if node in present}
     excluded = excluded_nodes(pool, order, root)
     drawable, edges = _drawable(pool, root, excluded)
     rank = _ranks(order, drawable, edges, root)

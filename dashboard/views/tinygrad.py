@@ -156,8 +156,7 @@ def graph_view(run: Run, state: State, budget_s: float = REPLAY_BUDGET_S) -> Gra
     root = replay.graph(state.match, time.monotonic() + budget_s)
     shown_index = min(state.match, replay.replayed - 1)
     change = replay.change(shown_index)
-    changed = replay.changed_nodes(shown_index) if change is not None else set()
-    shown = shown_graph(replay.pool, root, changed, state.nodes)
+    shown = shown_graph(replay.pool, root, limit=state.nodes, replacement=change.after if change else None)
     view = GraphView(elements=uop_graph_elements(shown), match=shown_index, matches=step["matches"] or 0,
                      replayed=replay.replayed, pending=shown_index < state.match, shown=len(shown.nodes),
                      drawable=shown.drawable, folded=shown.folded, changed=len(shown.changed))
