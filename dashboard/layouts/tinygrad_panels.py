@@ -7,19 +7,21 @@ and the chosen one's steps, depth-indented, with their match counts. Right: the 
 matched pattern's `file:line`; the diff of the replaced sub-graph against its replacement; and the
 kernel's program (source, linearized uops, disassembly, estimates) in tabs.
 
-One callback folds every click into the URL state (`{"type": URL_STATE, "page": "tinygrad"}`),
+The two lists are HTML strings whose clicks one delegated listener (assets/tinygrad.js) puts in
+`tg-click`; one callback folds every click into the URL state (`{"type": URL_STATE, "page": "tinygrad"}`),
 one draws the state; the program panel is redrawn only when the context changes. A replay longer
 than the view's budget draws the furthest graph reached and ticks `tg-continue` until it is there.
 """
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 import dash
 import dash_bootstrap_components as dbc
 import dash_cytoscape as cyto
-from dash import ALL, Input, Output, State, callback, ctx, dcc, html
+from dash import Input, Output, State, callback, ctx, dcc, html
 
 from dashboard.figures.uop_graph import UOP_GRAPH_LAYOUT, UOP_GRAPH_STYLESHEET
 from dashboard.layouts.ir_code import unified_html
@@ -34,38 +36,39 @@ GRAPH_HEIGHT = 620
 LIST_STYLE = {"overflowY": "auto", "border": "1px solid #dee2e6", "borderRadius": "4px"}
 
 
-def _name(display: str | None, name: str | None) -> list[Any]:
+def _name_html(display: str | None, name: str | None) -> str:
     if not display:
-        return [name or "?"]
-    return [html.Span(text, style={"color": colour}) if colour else text
-            for text, colour in view.ansi_segments(display)]
+        return escape(name or "?")
+    return "".join(f'<span style="color:{colour}">{escape(text)}</span>' if colour else escape(text)
+                   for text, colour in view.ansi_segments(display))
 
 
-def context_list(run: Run, state: view.State) -> list[Any]:
+# The lists are HTML strings in one dcc.Markdown each, clicks read by one delegated listener
+# (assets/tinygrad.js -> `tg-click`): a context of 847 steps as 847 Dash components with
+# pattern-matching ids took the browser ~60 s to re-render on every click.
+def context_list(run: Run, state: view.State) -> str:
     items = []
     for row in view.context_rows(run, state.rank):
-        active = " active" if row["context"] == state.ctx else ""
-        items.append(html.Div([
-            html.Span(_name(row["display"], row["name"]), className="font-monospace"),
-            html.Small(f" {row['steps']} steps · {row['matches']:,} matches", className="text-muted ms-1"),
-        ], id={"type": "tg-ctx", "index": row["context"]}, n_clicks=0,
-            className=f"tg-item{' tg-kernel' if row['codegen'] else ''}{active}",
-            title=f"context {row['context']}" + (f" · kernel {row['kernel']}" if row["kernel"] else "")))
-    return items
+        classes = "tg-item" + (" tg-kernel" if row["codegen"] else "") \
+            + (" active" if row["context"] == state.ctx else "")
+        title = f"context {row['context']}" + (f" · kernel {row['kernel']}" if row["kernel"] else "")
+        items.append(f'<div class="{classes}" data-tg-ctx="{row["context"]}" title="{escape(title)}">'
+                     f'<span class="font-monospace">{_name_html(row["display"], row["name"])}</span>'
+                     f'<small class="text-muted ms-1"> {row["steps"]} steps · {row["matches"]:,} matches</small></div>')
+    return "".join(items)
 
 
-def step_list(run: Run, state: view.State) -> list[Any]:
+def step_list(run: Run, state: view.State) -> str:
     items = []
     for row in view.step_rows(run, state.rank, state.ctx):
-        active = " active" if row["step"] == state.step else ""
-        items.append(html.Div([
-            html.Span(row["name"] or "?"),
-            html.Span(f"{row['matches']:,}", className="badge rounded-pill text-bg-light ms-2") if row["matches"]
-            else None,
-        ], id={"type": "tg-step", "index": row["step"]}, n_clicks=0, className=f"tg-item{active}",
-            style={"paddingLeft": f"{6 + 14 * (row['depth'] or 0)}px"},
-            title=f"step {row['step']} · graph_rewrite called at {row['file']}:{row['line']}"))
-    return items
+        classes = "tg-item" + (" active" if row["step"] == state.step else "")
+        title = f"step {row['step']} · graph_rewrite called at {row['file']}:{row['line']}"
+        badge = f'<span class="badge rounded-pill text-bg-light ms-2">{row["matches"]:,}</span>' if row["matches"] \
+            else ""
+        items.append(f'<div class="{classes}" data-tg-step="{row["step"]}" title="{escape(title)}" '
+                     f'style="padding-left:{6 + 14 * (row["depth"] or 0)}px"><span>{escape(row["name"] or "?")}</span>'
+                     f"{badge}</div>")
+    return "".join(items)
 
 
 def graph_parts(run: Run, state: view.State) -> dict[str, Any]:
@@ -155,15 +158,18 @@ def body(run: Run, query: dict[str, Any]) -> html.Div:
         header,
         dcc.Store(id="tg-run", data=run.id),
         dcc.Store(id="tg-program-context", data=state.ctx),
+        dcc.Store(id="tg-click"),
+        dcc.Store(id="tg-lists-drawn", data=[state.rank, state.ctx, state.step]),
         url_state_store("tinygrad", state.url_state()),
         dcc.Interval(id="tg-continue", interval=300, disabled=parts["continue_disabled"]),
         dbc.Row([
             dbc.Col([
                 html.Small("Contexts (kernels in colour)", className="text-muted d-block"),
-                html.Div(context_list(run, state), id="tg-contexts", className="mb-2",
-                         style={**LIST_STYLE, "maxHeight": "32vh"}),
+                html.Div(dcc.Markdown(context_list(run, state), id="tg-contexts", dangerously_allow_html=True),
+                         className="mb-2", style={**LIST_STYLE, "maxHeight": "32vh"}),
                 html.Small("Steps (graph_rewrite calls, nested ones indented)", className="text-muted d-block"),
-                html.Div(step_list(run, state), id="tg-steps", style={**LIST_STYLE, "maxHeight": "52vh"}),
+                html.Div(dcc.Markdown(step_list(run, state), id="tg-steps", dangerously_allow_html=True),
+                         style={**LIST_STYLE, "maxHeight": "52vh"}),
             ], md=3),
             dbc.Col([
                 html.Div(parts["title"], id="tg-step-title", className="mb-1"),
@@ -187,14 +193,9 @@ def body(run: Run, query: dict[str, Any]) -> html.Div:
     ], id="compiler-page", className="tinygrad-compiler")
 
 
-def _clicked(value: Any) -> bool:
-    return bool(value)
-
-
 @callback(
     Output(STATE, "data"),
-    Input({"type": "tg-ctx", "index": ALL}, "n_clicks"),
-    Input({"type": "tg-step", "index": ALL}, "n_clicks"),
+    Input("tg-click", "data"),
     Input("tg-first", "n_clicks"),
     Input("tg-prev", "n_clicks"),
     Input("tg-next", "n_clicks"),
@@ -205,19 +206,19 @@ def _clicked(value: Any) -> bool:
     State("tg-run", "data"),
     prevent_initial_call=True,
 )
-def update_state(_contexts: Any, _steps: Any, _first: Any, _prev: Any, _next: Any, _last: Any, match_value: Any,
+def update_state(click: Any, _first: Any, _prev: Any, _next: Any, _last: Any, match_value: Any,
                  _more: Any, drawn: dict[str, Any] | None, run_id: str) -> Any:
     run = current_store().open(run_id)
     state = view.State.from_query(drawn or {}, run)
     trigger = ctx.triggered_id
-    value = ctx.triggered[0]["value"] if ctx.triggered else None
-    if isinstance(trigger, dict):
-        if not _clicked(value):  # a list drawn anew, not a click
+    if trigger == "tg-click":
+        index = click.get("index") if isinstance(click, dict) else None
+        if not isinstance(index, int) or isinstance(index, bool):
             return dash.no_update
-        if trigger["type"] == "tg-ctx":
-            state = state.replace(ctx=trigger["index"], step=0, match=0, nodes=view.NODES_DEFAULT)
+        if click.get("kind") == "ctx":
+            state = state.replace(ctx=index, step=0, match=0, nodes=view.NODES_DEFAULT)
         else:
-            state = state.replace(step=trigger["index"], match=0, nodes=view.NODES_DEFAULT)
+            state = state.replace(step=index, match=0, nodes=view.NODES_DEFAULT)
     elif trigger in ("tg-first", "tg-prev", "tg-next", "tg-last"):
         last = 10**9  # clamped to the step's matches by `resolved`
         target = {"tg-first": 0, "tg-prev": state.match - 1, "tg-next": state.match + 1, "tg-last": last}[trigger]
@@ -231,8 +232,9 @@ def update_state(_contexts: Any, _steps: Any, _first: Any, _prev: Any, _next: An
 
 
 @callback(
-    Output({"type": "tg-ctx", "index": ALL}, "className"),
+    Output("tg-contexts", "children"),
     Output("tg-steps", "children"),
+    Output("tg-lists-drawn", "data"),
     Output("tg-step-title", "children"),
     Output("tg-graph-note", "children"),
     Output("tg-graph", "elements"),
@@ -246,21 +248,21 @@ def update_state(_contexts: Any, _steps: Any, _first: Any, _prev: Any, _next: An
     Output("tg-continue", "disabled"),
     Input(STATE, "data"),
     Input("tg-continue", "n_intervals"),
-    State({"type": "tg-ctx", "index": ALL}, "id"),
+    State("tg-lists-drawn", "data"),
     State("tg-run", "data"),
     prevent_initial_call=True,
 )
-def render_state(drawn: dict[str, Any] | None, _ticks: Any, context_ids: list[dict[str, Any]],
-                 run_id: str) -> tuple[Any, ...]:
+def render_state(drawn: dict[str, Any] | None, _ticks: Any, lists_drawn: Any, run_id: str) -> tuple[Any, ...]:
     run = current_store().open(run_id)
     state = view.State.from_query(drawn or {}, run)
     parts = graph_parts(run, state)
-    kernels = {row["context"] for row in view.context_rows(run, state.rank) if row["codegen"]}
-    classes = [f"tg-item{' tg-kernel' if item['index'] in kernels else ''}"
-               f"{' active' if item['index'] == state.ctx else ''}" for item in context_ids]
-    return (classes, step_list(run, state), parts["title"], parts["note"], parts["elements"], parts["layout"],
-            parts["pattern"], parts["diff"], parts["match"], parts["matches"], parts["more"], parts["more_disabled"],
-            parts["continue_disabled"])
+    chosen = [state.rank, state.ctx, state.step]
+    # The lists only change with the context or step: a match step or a tick sends the graph alone.
+    lists = (dash.no_update,) * 3 if lists_drawn == chosen else (context_list(run, state), step_list(run, state),
+                                                                 chosen)
+    return (*lists, parts["title"], parts["note"], parts["elements"],
+            parts["layout"], parts["pattern"], parts["diff"], parts["match"], parts["matches"], parts["more"],
+            parts["more_disabled"], parts["continue_disabled"])
 
 
 @callback(
