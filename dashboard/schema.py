@@ -433,7 +433,7 @@ EVIDENCE_LABELS: dict[str, str] = {
     "layers": "ops and layers",
     "stacks": "Python call stacks",
     "memory": "device memory per op",
-    "cuda_memory": "CUDA allocator memory over time",
+    "cuda_memory": "device memory over time (allocator events)",
     "planner": "warp-specialization planner",
     "compiler": "Triton compiler IR",
     "rewrites": "tinygrad graph rewrites",

@@ -78,8 +78,15 @@ def kernel_summary(kernels: pl.DataFrame, group: Group = "name",
     shared_memory. `kernels` comes from filter_kernels (needs `time_ns`, `duration_ns`).
     Grid and block are the commonest launch shape of a kernel name (`shapes`,
     from launch_shapes; computed from `kernels` when not given); null for op / layer rows.
+    Where the rows carry `flops` / `bytes` (tinygrad's estimates), also `gflop_s` / `gbyte_s`: the
+    group's FLOPs (bytes) over the summed whole durations of the launches that have them (FLOP/ns =
+    GFLOP/s); null where no launch has them.
     """
     duration = pl.col("duration_ns")
+    rates = [(pl.when(pl.col(column).is_not_null().any())
+              .then(pl.col(column).sum() / duration.filter(pl.col(column).is_not_null()).sum().clip(1))
+              .otherwise(None).cast(pl.Float64).alias(rate))
+             for column, rate in (("flops", "gflop_s"), ("bytes", "gbyte_s")) if column in kernels.columns]
     summary = kernels.group_by(_code(kernels, group)).agg(
         _group_column(group).first(),
         pl.len().alias("count"),
@@ -92,6 +99,7 @@ def kernel_summary(kernels: pl.DataFrame, group: Group = "name",
         pl.col("name").n_unique().alias("kernels") if group != "name" else pl.lit(1, pl.UInt32).alias("kernels"),
         pl.col("registers").max().alias("registers"),
         pl.col("shared_memory").max().alias("shared_memory"),
+        *rates,
     ).drop("code")
     grand_total = summary.get_column("total_ns").sum()
     summary = summary.with_columns(
@@ -110,6 +118,7 @@ def kernel_summary(kernels: pl.DataFrame, group: Group = "name",
     return summary.sort(["total_ns", "group"], descending=[True, False]).select(
         "group", "key", "label", "count", "total_ns", "share", "mean_ns", "median_ns", "p95_ns", "min_ns",
         "max_ns", "kernels", "grid", "block", "registers", "shared_memory",
+        *(rate for rate in ("gflop_s", "gbyte_s") if rate in summary.columns),
     )
 
 

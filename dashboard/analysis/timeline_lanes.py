@@ -150,7 +150,9 @@ def lane_events(kernels: pl.DataFrame, memcpy: pl.DataFrame, ranges: pl.DataFram
     gpu_kernels = kernels.lazy().select(
         pl.lit("gpu").alias("group"), "rank", "device", pl.col("stream").alias("track"),
         pl.lit(0).alias("sublane"), pl.lit("kernel").alias("kind"), "name", null_str.alias("category"),
-        "start_ns", "end_ns", null_i64.alias("bytes"), "flops", null_i32.alias("depth"), "correlation")
+        # Bytes a kernel moves where the source estimates them (tinygrad): its GB/s on the hover.
+        "start_ns", "end_ns", pl.col("bytes") if "bytes" in kernels.columns else null_i64.alias("bytes"), "flops",
+        null_i32.alias("depth"), "correlation")
     gpu_copies = memcpy.lazy().select(
         pl.lit("gpu").alias("group"), "rank", "device", pl.col("stream").alias("track"),
         pl.lit(0).alias("sublane"), pl.lit("memcpy").alias("kind"), copy_name(pl.col("kind")).alias("name"),

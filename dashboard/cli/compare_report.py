@@ -2,7 +2,7 @@
 
 No Dash or plotly here: the command line must stay light. A section is written
 for each evidence kind both runs share (kernels: kernels, passes, gpu_busy;
-layers; memory; cuda_memory; planner; compiler); times are ns, memory bytes per bank (cuda_memory: bytes
+layers; memory; cuda_memory; planner; compiler; rewrites); times are ns, memory bytes per bank (cuda_memory: bytes
 per device), B − A throughout.
 """
 
@@ -26,11 +26,13 @@ from dashboard.analysis.compare_planner import (
     default_groups,
     peak_changes,
 )
+from dashboard.analysis.compare_rewrites import compare_rewrites
 from dashboard.analysis.planner_liveness import planner_groups
 from dashboard.analysis.rank_steps import step_time
 from dashboard.store import Run
 from dashboard.views import run_views
 from dashboard.views.compare_sides import memory_rank, shared_evidence
+from dashboard.views.tinygrad_data import compare_side
 
 
 def _clean(value: Any) -> Any:
@@ -141,6 +143,13 @@ def compiler_section(run_a: Run, run_b: Run, compile_a: int | None = None,
     return None if comparison is None else comparison.summary()
 
 
+def rewrites_section(run_a: Run, run_b: Run, rank_a: int | None = None,
+                     rank_b: int | None = None) -> dict[str, Any]:
+    """Two tinygrad runs' contexts aligned by name, each pair's first differing step, kernel times
+    (analysis/compare_rewrites)."""
+    return compare_rewrites(compare_side(run_a, rank_a), compare_side(run_b, rank_b)).summary()
+
+
 def build_report(run_a: Run, run_b: Run, rank_a: int | None = None, rank_b: int | None = None,
                  compiles: tuple[int | None, int | None] = (None, None)) -> dict[str, Any]:
     """Every section both runs share, keyed by section name, plus the sides and the shared evidence
@@ -164,6 +173,8 @@ def build_report(run_a: Run, run_b: Run, rank_a: int | None = None, rank_b: int 
         report["planner"] = planner_section(run_a, run_b)
     if "compiler" in shared:
         report["compiler"] = compiler_section(run_a, run_b, *compiles)
+    if "rewrites" in shared:
+        report["rewrites"] = rewrites_section(run_a, run_b, rank_a, rank_b)
     return report
 
 

@@ -91,9 +91,9 @@ def _change(value: float | None) -> str:
 
 
 def _cuda_memory(section: dict[str, Any]) -> list[str]:
-    lines = [f"CUDA memory (rank {section['rank_a']} of A against rank {section['rank_b']} of B; peak allocated = "
-             "highest allocated, culprit = the op or Python frame holding the most live bytes there; peak reserved "
-             "= highest reserved):"]
+    lines = [f"device memory, allocator events (rank {section['rank_a']} of A against rank {section['rank_b']} of B; "
+             "peak allocated = highest allocated, culprit = the op or Python frame holding the most live bytes there; "
+             "peak reserved = highest reserved):"]
     for row in section["devices"]:
         culprits = " · ".join(f"culprit {side.upper()} {row[f'culprit_{side}']} "
                               f"({format_bytes(row[f'culprit_bytes_{side}'])})"
@@ -143,8 +143,24 @@ def _compiler(section: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _rewrites(section: dict[str, Any]) -> list[str]:
+    counts, first = section["counts"], section["first_difference"]
+    lines = [f"tinygrad rewrites: contexts A {counts['contexts_a']} · B {counts['contexts_b']}, aligned by name: "
+             f"{counts['both']} in both ({counts['differing']} differ), {counts['only_a']} only in A, "
+             f"{counts['only_b']} only in B"]
+    lines.append("  every context both hold rewrote the same graphs" if first is None else
+                 f"  first difference: {first['name']}, step {first['step_name']!r} ({first['reason']}) at step "
+                 f"{first['step_a']} of A context {first['context_a']}, {first['step_b']} of B context "
+                 f"{first['context_b']}")
+    timed = [row for row in section["contexts"] if row["kernel_delta_ns"] is not None]
+    for row in sorted(timed, key=lambda row: -abs(row["kernel_delta_ns"]))[:10]:
+        lines.append(f"  kernel {row['name']}: A {row['kernel_ns_a']:,} ns · B {row['kernel_ns_b']:,} ns · "
+                     f"B − A {_signed_ns(row['kernel_delta_ns'])}")
+    return lines
+
+
 _FORMATS = {"kernels": _kernels, "passes": _passes, "gpu_busy": _busy, "layers": _layers, "memory": _memory,
-            "cuda_memory": _cuda_memory, "planner": _planner, "compiler": _compiler}
+            "cuda_memory": _cuda_memory, "planner": _planner, "compiler": _compiler, "rewrites": _rewrites}
 
 
 def format_report(report: dict[str, Any]) -> str:

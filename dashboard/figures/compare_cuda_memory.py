@@ -41,7 +41,7 @@ def compare_cuda_memory_figure(deltas: pl.DataFrame, a: str, b: str) -> go.Figur
     figure.update_yaxes(title_text=f"bytes ({unit})", row=1, col=1, rangemode="tozero")
     figure.update_xaxes(title_text="device")
     figure.update_layout(template=TEMPLATE, barmode="group", height=360, hovermode="closest",
-                         title={"text": "CUDA allocator peaks per device, A against B"},
+                         title={"text": "Device memory peaks per device (allocator events), A against B"},
                          legend={"orientation": "h", "y": 1.22, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
                          margin={"t": 120})
     return figure

@@ -228,9 +228,12 @@ def exact_bars(events: pl.DataFrame, rows: dict[int, float], view: TimelineView,
         events = events.with_columns(pl.when(greyed).then(pl.lit(GREY)).otherwise(pl.col("colour")).alias("colour"))
     traces: list[Trace] = []
     timing = "start %{customdata[5]:.5~s}s · duration %{customdata[6]:.3~s}s"
-    kernels = events.filter(pl.col("kind") == "kernel").with_columns(pl.col("flop_rate").is_not_null().alias("rated"))
-    for (colour, rated, *named), group in groups(kernels, "colour", "rated", *(["name", "short"] if by_name else [])):
-        rate = "<br>%{customdata[7]:.3~s}FLOP/s" if rated else ""
+    kernels = events.filter(pl.col("kind") == "kernel").with_columns(
+        pl.col("flop_rate").is_not_null().alias("rated"), pl.col("byte_rate").is_not_null().alias("byte_rated"))
+    for (colour, rated, byte_rated, *named), group in groups(kernels, "colour", "rated", "byte_rated",
+                                                           *(["name", "short"] if by_name else [])):
+        rate = ("<br>%{customdata[7]:.3~s}FLOP/s" if rated else "") + \
+            ("<br>%{customdata[8]:.3~s}B/s (estimated bytes moved)" if byte_rated else "")
         if named:
             name, short = named
             label = f"<b>{html.escape(short)}</b><br><span style='font-size:11px'>{wrapped_name(name)}</span>"
@@ -239,7 +242,7 @@ def exact_bars(events: pl.DataFrame, rows: dict[int, float], view: TimelineView,
             label = "<b>%{hovertext}</b>"
             extra = {"name": "kernels", "hovertext": group.get_column("short").to_numpy().astype(str)}
         traces.append(bar_trace(group, "y", colour, width=0.8, opacity=0.7 if colour == GREY else 1.0,
-                                customdata=clickable(group, "start_s", "duration_s", "flop_rate"),
+                                customdata=clickable(group, "start_s", "duration_s", "flop_rate", "byte_rate"),
                                 hovertemplate=f"{label}<br>{timing}{rate}<extra></extra>", **extra))
     for (name, colour), group in groups(events.filter(pl.col("kind") == "memcpy"), "name", "colour"):
         traces.append(bar_trace(group, "y", colour, width=0.8, name=name,

@@ -47,7 +47,7 @@ def cuda_memory_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
               "culprit B (its bytes)"]
     table = small_table(header, rows, "compare-cuda-memory-peaks")
     return html.Div([
-        html.H5("CUDA allocator memory", className="mb-2"),
+        html.H5("Device memory (allocator events)", className="mb-2"),
         html.Div(f"Rank {rank_a} of A against rank {rank_b} of B; devices matched "
                  + ("by index (no device name in common: one GPU per rank)." if any(
                      "↔" in device for device in deltas.get_column("device").to_list()) else "by name."),

@@ -33,6 +33,7 @@ from dashboard.analysis.rank_steps import step_time
 from dashboard.analysis.units import format_bytes, format_ns
 from dashboard.layouts.compare_compiler import compiler_section
 from dashboard.layouts.compare_cuda_memory import cuda_memory_section
+from dashboard.layouts.compare_rewrites import rewrites_section
 from dashboard.layouts.page import chart, small_table
 from dashboard.store import Run
 from dashboard.views import compare_sections as sections
@@ -188,6 +189,8 @@ def more_sections(run_a: Run, run_b: Run, a: Side, b: Side,
         sections.append(planner_section(run_a, run_b, a, b, groups))
     if "compiler" in shared:  # compiles chosen by the URL's compile_a, compile_b; ir_pass = the pass diffed
         sections.append(compiler_section(run_a, run_b, compiles))
+    if "rewrites" in shared:  # tinygrad: contexts aligned by name, the first differing step, kernel time deltas
+        sections.append(rewrites_section(run_a, run_b, a, b))
     if not shared:
         sections.append(dbc.Alert("These two runs share no kind of evidence: nothing to compare.", color="info"))
     return sections

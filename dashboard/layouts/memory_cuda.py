@@ -155,7 +155,8 @@ def layout(run: Run, query: dict[str, Any]) -> html.Div:
                 " Grey base: " + ", ".join(f"{device} held {format_bytes(value)}" for device, value in held.items())
                 + " before the profiler started (allocations the trace did not record)." if held else "")
     return html.Div([
-        page_header("Memory", run, "CUDA allocator memory over time: allocated, reserved, live allocations"),
+        page_header("Memory", run, "Device memory over time from allocator events (CUDA caching allocator, tinygrad "
+                    "buffers): allocated, reserved, live allocations"),
         dcc.Store(id="memory-cuda-view", data=_view(run, state, parts)),
         url_state_store("memory_cuda", state.url_state()),
         html.Div([

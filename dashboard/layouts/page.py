@@ -41,7 +41,9 @@ HOW_TO_GET: dict[str, list[Any]] = {
         "Profile with torch.profiler(profile_memory=True) and ingest the trace, or ingest an allocator "
         "snapshot: ",
         html.Code("torch.cuda.memory._record_memory_history(); …; torch.cuda.memory._dump_snapshot('s.pickle')"),
-        ".",
+        ", or tinygrad's VIZ files (",
+        html.Code("VIZ=-1 python train.py"),
+        " writes profile.pkl).",
     ],
     "planner": [
         "Ingest a TRITON_DUMP_WS_GRAPHS folder, a Triton debug log holding the planner's DOT blocks, "

@@ -25,6 +25,7 @@ from dashboard.layouts.compiler_panels import PANELS, links, panels
 from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import URL_STATE, url_state_store
+from dashboard.layouts.tinygrad_panels import body as tinygrad_body
 from dashboard.store import Run
 from dashboard.views import compiler as view
 
@@ -35,8 +36,11 @@ EVIDENCE = "compiler"
 STATE = {"type": URL_STATE, "page": "compiler"}
 
 
-@run_page("compiler", "Compiler", "Triton IR pass by pass and stage by stage, mapped to Python lines", EVIDENCE, PATH)
+@run_page("compiler", "Compiler", "Triton IR pass by pass and stage by stage, mapped to Python lines", EVIDENCE, PATH,
+          also="rewrites")
 def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
+    if not chosen.has_evidence(EVIDENCE):  # a tinygrad run: VIZ's rewrite views (layouts/tinygrad_panels.py)
+        return tinygrad_body(chosen, query)
     state = view.State.from_query(query, chosen)
     # The first view is rendered here, not by initial callbacks: the page arrives drawn.
     parts = panels(chosen, state)

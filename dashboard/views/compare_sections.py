@@ -12,6 +12,7 @@ from dashboard.analysis.compare_cuda_memory import run_peak_deltas
 from dashboard.analysis.compare_memory import align_ops, aligned_curves, first_divergence, op_sequence, peak_comparison
 from dashboard.analysis.compare_passes import busy_comparison, pass_comparison
 from dashboard.analysis.compare_planner import buffer_changes, default_groups
+from dashboard.analysis.compare_rewrites import RewriteComparison, compare_rewrites
 from dashboard.analysis.planner_liveness import planner_groups
 from dashboard.figures.compare_cuda_memory import compare_cuda_memory_figure
 from dashboard.figures.compare_memory import compare_memory_figure
@@ -21,6 +22,7 @@ from dashboard.store import Run, RunStore
 from dashboard.views import run_views
 from dashboard.views.cache import per_run
 from dashboard.views.compare_sides import memory_rank, shared_evidence
+from dashboard.views.tinygrad_data import compare_side
 
 PLANNER_TABLES = ("ws_buffers", "ws_ops", "ws_channels")
 
@@ -74,6 +76,12 @@ def planner_choice(run_a: Run, run_b: Run, wanted: tuple[str | None, str | None]
 def planner_figure(run_a: Run, run_b: Run, group_a: str, group_b: str, label_a: str, label_b: str) -> go.Figure:
     changes = buffer_changes(run_a.frame("ws_buffers"), group_a, run_b.frame("ws_buffers"), group_b)
     return liveness_figure(changes, label_a, label_b)
+
+
+@per_run(maxsize=8)
+def rewrites_comparison(run_a: Run, run_b: Run, rank_a: int | None, rank_b: int | None) -> RewriteComparison:
+    """Two tinygrad runs' contexts aligned by name, each pair's first differing step, kernel time deltas."""
+    return compare_rewrites(compare_side(run_a, rank_a), compare_side(run_b, rank_b))
 
 
 def section_figures(store: RunStore, a: Side, b: Side,

@@ -20,7 +20,7 @@ from dashboard.views import run_views
 from dashboard.views.cache import per_run
 
 # Evidence kinds compared, in the order the page and `dashboard compare` show them.
-SECTIONS = ("kernels", "layers", "memory", "cuda_memory", "planner", "compiler")
+SECTIONS = ("kernels", "layers", "memory", "cuda_memory", "planner", "compiler", "rewrites")
 
 
 def shared_evidence(run_a: Run, run_b: Run) -> list[str]:

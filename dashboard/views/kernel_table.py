@@ -19,6 +19,9 @@ WINDOW_RULES = {
 # Numbers in the grid: 4 significant digits, thousands separators (d3 is in dash-ag-grid's function scope).
 # assets/grid-formats.js: d3.format(",.4~r") and d3.format(","), with "–" for a missing value.
 NUMBER_FORMAT = {"function": "formatSig4(params.value)"}
+RATE_DEFINITION = ("Achieved rate: the kernel's estimated FLOPs (bytes moved) over the summed whole durations of "
+                   "its launches that have an estimate (tinygrad: Estimates.ops / Estimates.mem, as VIZ's GFLOPS "
+                   "and GB/s)")
 COUNT_FORMAT = {"function": "formatCount(params.value)"}
 
 
@@ -73,7 +76,13 @@ def kernel_rows(summary: pl.DataFrame, spread: pl.DataFrame | None = None) -> tu
     ]
     if spread is not None:
         columns += [(pl.col(f"rank_{s}_ns") / total_factor).round(4).alias(f"rank_{s}") for s in ("min", "mean", "max")]
-    return frame.select(columns).to_dicts(), {"total": total_unit, "duration": duration_unit}
+    units = {"total": total_unit, "duration": duration_unit}
+    # Achieved rates where the source estimates FLOPs / bytes per launch (tinygrad): two more columns.
+    rated = [rate for rate in ("gflop_s", "gbyte_s")
+             if rate in frame.columns and frame.get_column(rate).is_not_null().any()]
+    columns += [pl.col(rate) for rate in rated]  # the grid shows 4 significant digits
+    units.update({rate: "1" for rate in rated})
+    return frame.select(columns).to_dicts(), units
 
 
 def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False, ranks: int = 1,
@@ -100,6 +109,8 @@ def kernel_column_defs(group: str, units: dict[str, str], spread: bool = False, 
         columns.append({"field": "rank_mean", "headerName": f"{TOTAL_RANK_MEAN} ({units['total']})", **number,
                         "minWidth": 200})
     columns.append({"field": "share", "headerName": "share (%)", "headerTooltip": SHARE_DEFINITION, **number})
+    columns += [{"field": rate, "headerName": header, "headerTooltip": RATE_DEFINITION, **number}
+                for rate, header in (("gflop_s", "GFLOP/s"), ("gbyte_s", "GB/s")) if units.get(rate)]
     columns += [{"field": s, "headerName": f"{s} per launch ({units['duration']})", **number, "minWidth": 150}
                 for s in ("mean", "median", "p95", "min", "max")]
     if spread:

@@ -164,7 +164,7 @@ def _evidence(keys: list[Any], rewrites: list[Any], view_programs: dict[int, int
     for sink in view_programs.values():
         fields = raw.fields_of(sink)
         if fields is not None and fields[0] is not None:
-            sources = tuple(raw.op[raw.position[s]] if s in raw.position else None for s in fields[1])
+            sources = tuple(raw.op[row] if (row := raw.row_of(s)) is not None else None for s in fields[1])
             programs.append((fields[0], tuple(-1 if value is None else value for value in sources)))
     first_step = next((step for steps in rewrites if type(steps) is list for step in steps
                        if is_record(step, "TrackedGraphRewrite")), None)

@@ -8,11 +8,13 @@ table (`releases.Evidence`); `uops_frame` then writes it with names and argument
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -33,11 +35,19 @@ class RawUOps:
     metadata: list[Any] = field(default_factory=list)
     arguments: Counter[tuple[str, int]] = field(default_factory=Counter)  # evidence for the release
     dropped: int = 0
-    position: dict[int, int] = field(default_factory=dict)  # trace number -> row
+    # trace number -> row: None when the rows are numbered first, first + 1, ... (tinygrad's numbering: the
+    # row is then the offset; a dict of a million entries costs ~100 MB).
+    position: dict[int, int] | None = None
+
+    def row_of(self, trace: int) -> int | None:
+        if self.position is not None:
+            return self.position.get(trace)
+        row = trace - self.trace[0] if self.trace else -1
+        return row if 0 <= row < len(self.trace) else None
 
     def fields_of(self, trace: int) -> tuple[int | None, tuple[int, ...], Any] | None:
         """(op value, sources, arg) of one UOp, None when the table has no such row."""
-        row = self.position.get(trace)
+        row = self.row_of(trace)
         return None if row is None else (self.op[row], self.src[row], self.arg[row])
 
 
@@ -64,21 +74,30 @@ def _sources_are_trace_numbers(sources: list[tuple[Any, ...]]) -> bool:
     return not flat or (set(map(type, flat)) == {int} and min(flat) >= 0 and max(flat) < 2**63)
 
 
+def _well_formed(trace: Any, fields: Any) -> bool:
+    return type(trace) is int and 0 <= trace < 2**63 and type(fields) is tuple and len(fields) >= 5 \
+        and type(fields[2]) is tuple
+
+
 def read_uops(uop_fields: dict[Any, Any]) -> RawUOps:
     """Every well-formed row of `uop_fields`; a row that is not `(Ops, DType, (int, ...), arg, tag)` is
-    counted in `dropped` (a damaged file), never guessed at."""
-    rows = [(trace, fields) for trace, fields in uop_fields.items()
-            if type(trace) is int and 0 <= trace < 2**63 and type(fields) is tuple and len(fields) >= 5
-            and type(fields[2]) is tuple]
-    if not _sources_are_trace_numbers([fields[2] for _, fields in rows]):
-        rows = [(trace, fields) for trace, fields in rows if all(type(s) is int and 0 <= s < 2**63 for s in fields[2])]
-    raw = RawUOps(dropped=len(uop_fields) - len(rows))
+    counted in `dropped` (a damaged file), never guessed at.
+
+    The dict is emptied as it is read: each row's tuple is freed once its parts are in the columns (a
+    million rows are ~170 MB of tuples and dict entries a columnar copy would double)."""
+    total = len(uop_fields)
+    checked = _sources_are_trace_numbers([fields[2] for trace, fields in uop_fields.items()
+                                          if _well_formed(trace, fields)])
+    raw = RawUOps()
     arguments = raw.arguments
-    for trace, fields in rows:
+    while uop_fields:
+        trace, fields = uop_fields.popitem()  # the last row first: the columns are reversed at the end
+        if not _well_formed(trace, fields) or (not checked and not all(type(s) is int and 0 <= s < 2**63
+                                                                       for s in fields[2])):
+            continue
         op, dtype, src, arg, tag = fields[:5]
         value = op.value if isinstance(op, EnumValue) and op.family == "Ops" and type(op.value) is int \
             and 0 <= op.value < 2**31 else None
-        raw.position[trace] = len(raw.trace)
         raw.trace.append(trace)
         raw.op.append(value)
         raw.dtype.append(dtype)
@@ -86,8 +105,16 @@ def read_uops(uop_fields: dict[Any, Any]) -> RawUOps:
         raw.arg.append(arg)
         raw.tag.append(tag)
         raw.metadata.append(fields[5] if len(fields) > 5 else None)
+        del fields
         if arg is not None and value is not None and (kind := _argument_kind(arg)) is not None:
             arguments[(kind, value)] += 1
+    for column in (raw.trace, raw.op, raw.dtype, raw.src, raw.arg, raw.tag, raw.metadata):
+        column.reverse()
+    raw.dropped = total - len(raw.trace)
+    trace = raw.trace
+    if trace and not (trace[-1] - trace[0] == len(trace) - 1
+                      and all(b - a == 1 for a, b in zip(trace, itertools.islice(trace, 1, None), strict=False))):
+        raw.position = {trace: row for row, trace in enumerate(raw.trace)}
     return raw
 
 
@@ -110,11 +137,14 @@ def _texts(values: list[Any], render_one: Any) -> list[str | None]:
 
 
 def _int_lists(values: list[tuple[int, ...]]) -> pl.Series:
-    """A List(Int64) column from tuples of ints, built through Arrow offsets: polars' per-row
-    conversion costs ~5 us a row, 0.7 s of a 140 k-UOp table."""
-    offsets = [0, *itertools.accumulate(len(value) for value in values)]
-    flat = pa.array([item for value in values for item in value], type=pa.int64())
-    return pl.Series("src", pa.ListArray.from_arrays(pa.array(offsets, type=pa.int64()), flat))
+    """A List(Int64) column from tuples of ints, built through Arrow offsets (polars' per-row conversion
+    costs ~5 us a row, 0.7 s of a 140 k-UOp table) filled from numpy arrays, so no Python list of every
+    source number (and no int object per offset) is made on the way."""
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = np.fromiter(itertools.chain.from_iterable(values), dtype=np.int64, count=int(offsets[-1]))
+    return pl.Series("src", pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat)))
 
 
 def op_name(column: str, names: Names) -> pl.Expr:
@@ -126,19 +156,25 @@ def op_name(column: str, names: Names) -> pl.Expr:
 
 
 def uops_frame(raw: RawUOps, names: Names, rank: int) -> pl.DataFrame:
-    """The `rewrite_uops` table: one row per trace number."""
+    """The `rewrite_uops` table: one row per trace number. Consumes `raw`: each column's Python objects are
+    dropped once the column is built, so a million UOps' texts and values are never all alive at once."""
     def arg_text(value: Any) -> str:
         # SOURCE code and other strings are kept whole; records and containers within the argument budget.
+        # A BINARY's bytes as their size and a digest: two programs of one size are two UOps, which the
+        # graph replay (analysis/uop_graph.py) must tell apart as tinygrad does.
+        if type(value) is bytes:
+            return f"<{len(value)} bytes {hashlib.blake2b(value, digest_size=8).hexdigest()}>"
         return render(value, names, budget=None if type(value) is str else 2_000)
 
-    frame = pl.DataFrame({
-        "trace": pl.Series(raw.trace, dtype=pl.Int64),
-        "op_value": pl.Series(raw.op, dtype=pl.Int64),
-        "dtype": _texts(raw.dtype, dtype_text),
-        "arg": _texts(raw.arg, arg_text),
-        "src": _int_lists(raw.src),
-        "tag": _texts(raw.tag, lambda value: render(value, names, 200)),
-        "metadata": _texts(raw.metadata, lambda value: render(value, names, 400)),
-    }, schema_overrides={"dtype": pl.String, "arg": pl.String, "tag": pl.String, "metadata": pl.String})
+    columns: dict[str, pl.Series] = {"trace": pl.Series("trace", raw.trace, dtype=pl.Int64),
+                                     "op_value": pl.Series("op_value", raw.op, dtype=pl.Int64)}
+    for name, values, render_one in (("dtype", raw.dtype, dtype_text), ("arg", raw.arg, arg_text),
+                                     ("tag", raw.tag, lambda value: render(value, names, 200)),
+                                     ("metadata", raw.metadata, lambda value: render(value, names, 400))):
+        columns[name] = pl.Series(name, _texts(values, render_one), dtype=pl.String)
+        values.clear()
+    columns["src"] = _int_lists(raw.src)
+    raw.src.clear()
+    frame = pl.DataFrame(columns).select("trace", "op_value", "dtype", "arg", "src", "tag", "metadata")
     return frame.with_columns(pl.lit(rank, pl.Int32).alias("rank"), op_name("op_value", names).alias("op")).drop(
         "op_value")
