@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from dashboard.demo.tinygrad_generated import demo_pair
-from dashboard.ingest.budget import HEAVY_PICKLE_WEIGHT, input_megabytes, scaled_budget
+from dashboard.ingest.budget import input_megabytes, scaled_budget
+from dashboard.ingest.input_size import HEAVY_PICKLE_WEIGHT, ExpansionLimit, measured_bytes
 from dashboard.settings import DEFAULT_INGEST_MEMORY_MB_BASE, DEFAULT_INGEST_MEMORY_MB_PER_MB
 
 MB = 1024 * 1024
@@ -18,10 +19,15 @@ MB = 1024 * 1024
 def test_a_tinygrad_pickle_counts_heavier_than_other_input(tmp_path: Path) -> None:
     rewrites, profile = demo_pair().files()
     (tmp_path / "rewrites.pkl").write_bytes(rewrites)
-    (tmp_path / "profile.pkl.gz").write_bytes(gzip.compress(profile))
+    packed = gzip.compress(profile)
+    (tmp_path / "profile.pkl.gz").write_bytes(packed)
     (tmp_path / "notes.txt").write_bytes(b"x" * 10_000)
-    expected = (len(rewrites) + len(profile)) * HEAVY_PICKLE_WEIGHT + 10_000
-    assert input_megabytes([tmp_path]) == pytest.approx(expected / MB)
+    # As stored (a gzip file at its compressed size) and as the ingest child measures it (decompressed):
+    # the pickles weighted both times.
+    on_disk = (len(rewrites) + len(packed)) * HEAVY_PICKLE_WEIGHT + 10_000
+    assert input_megabytes([tmp_path]) == pytest.approx(on_disk / MB, abs=2 / MB)
+    measured = int(len(rewrites) * HEAVY_PICKLE_WEIGHT) + int(len(profile) * HEAVY_PICKLE_WEIGHT) + 10_000
+    assert measured_bytes([tmp_path], ExpansionLimit()) == measured
     (tmp_path / "broken.pkl.gz").write_bytes(b"\x1f\x8b" + b"\x00" * 40)  # not readable: counted at its size
     assert input_megabytes([tmp_path / "broken.pkl.gz"]) == pytest.approx(42 / MB)
 

@@ -32,6 +32,11 @@ HASH_BUDGET = 10_000
 _FLAT = frozenset({str, int, float, bool, bytes, type(None), Decimal, complex})
 
 
+def starts_a_pickle(head: bytes) -> bool:
+    """Whether a file's first bytes open a pickle of protocol 2 to 5 (PROTO then its number)."""
+    return len(head) >= 2 and head[0] == pickle.PROTO[0] and 2 <= head[1] <= 5
+
+
 class RefusedPickle(Exception):
     """The pickle asks for something its format never holds (a global, a persistent id): it was not run."""
 

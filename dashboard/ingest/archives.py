@@ -97,6 +97,17 @@ def _safe_parts(archive: Path, name: str) -> tuple[str, ...]:
     return parts
 
 
+def _file_parts(archive: Path, root: Path, budget: _Budget, name: str, is_dir: bool) -> tuple[str, ...] | None:
+    """A member counted against the budget and its safe path parts; None for a folder (made here)."""
+    budget.member()
+    parts = _safe_parts(archive, name)
+    if not is_dir:
+        return parts
+    if parts:
+        root.joinpath(*parts).mkdir(parents=True, exist_ok=True)
+    return None
+
+
 def _target(root: Path, parts: tuple[str, ...]) -> Path | None:
     if not parts:
         return None
@@ -113,11 +124,8 @@ def _tar_members(archive: Path) -> Iterator[tuple[tarfile.TarFile, tarfile.TarIn
 
 def _unpack_tar(archive: Path, root: Path, budget: _Budget, skipped: list[str]) -> None:
     for tar, member in _tar_members(archive):
-        budget.member()
-        parts = _safe_parts(archive, member.name)
-        if member.isdir():
-            if parts:
-                root.joinpath(*parts).mkdir(parents=True, exist_ok=True)
+        parts = _file_parts(archive, root, budget, member.name, member.isdir())
+        if parts is None:
             continue
         if not member.isreg():
             skipped.append(member.name)
@@ -132,11 +140,8 @@ def _unpack_tar(archive: Path, root: Path, budget: _Budget, skipped: list[str]) 
 def _unpack_zip(archive: Path, root: Path, budget: _Budget, skipped: list[str]) -> None:
     with zipfile.ZipFile(archive) as bundle:
         for info in bundle.infolist():
-            budget.member()
-            parts = _safe_parts(archive, info.filename)
-            if info.is_dir():
-                if parts:
-                    root.joinpath(*parts).mkdir(parents=True, exist_ok=True)
+            parts = _file_parts(archive, root, budget, info.filename, info.is_dir())
+            if parts is None:
                 continue
             kind = stat.S_IFMT(info.external_attr >> 16)  # 0 where the zip's writer gave no Unix mode
             if kind and kind != stat.S_IFREG:  # a link (S_IFLNK), a device...

@@ -28,7 +28,6 @@ budget is scaled again. Never from a gzip trailer: the uploader writes that.
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import os
 import select
@@ -37,17 +36,15 @@ import socket
 import subprocess
 import sys
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dashboard.collectors.base import IngestError, probe_file
-from dashboard.collectors.tinygrad import COLLECTOR as TINYGRAD
+from dashboard.collectors.base import IngestError
 from dashboard.ingest.allocator import ALLOCATOR_ENV, input_bytes, setting_for
 from dashboard.ingest.child_temp import child_temp_dir, remove_child_temp
-from dashboard.ingest.input_size import ExpansionLimit, bytes_on_disk, input_files
+from dashboard.ingest.input_size import ExpansionLimit, bytes_on_disk
 from dashboard.store import RunStore
 from dashboard.store.owners import read_owner
 
@@ -118,25 +115,10 @@ class BudgetScale:
                       disk_hint=self.disk_hint, expansion=self.expansion, rescale=self.for_megabytes)
 
 
-# A tinygrad VIZ pickle counts this many times its size: it unpickles to ~19 bytes of Python objects and
-# tables per byte at its peak (benchmarks/tinygrad_ingest.py) and ~0.45 s of CPU per MB, where the per-MB
-# shares were measured on JSON traces (~10 bytes per byte); counted at its size, a 100 MB rewrites.pkl
-# would be stopped at its budget.
-HEAVY_PICKLE_WEIGHT = 2.5
-
-
 def input_megabytes(paths: Sequence[Path]) -> float:
     """The inputs' size in MB as stored (a gzip file at its compressed size until the child has measured
     it), a tinygrad VIZ pickle at HEAVY_PICKLE_WEIGHT times it; links are not counted (not read)."""
-    heavy = sum(file.stat().st_size for file in input_files(paths) if _is_tinygrad_pickle(file))
-    return (bytes_on_disk(paths) + (HEAVY_PICKLE_WEIGHT - 1) * heavy) / MB
-
-
-def _is_tinygrad_pickle(path: Path) -> bool:
-    try:
-        return TINYGRAD.sniff(probe_file(path))
-    except (OSError, EOFError, IngestError, gzip.BadGzipFile, zlib.error):
-        return False
+    return bytes_on_disk(paths) / MB
 
 
 def scaled_budget(paths: Sequence[Path], *, fixed_seconds: float | None, fixed_memory_mb: float | None,

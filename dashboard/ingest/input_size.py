@@ -6,24 +6,40 @@ a forged one once got a budget of 4,156 s and 41,984 MB. So a budget starts from
 stream and counting, with a hard cap: it may expand to at most `ratio` times its compressed size (at
 least `floor` bytes) and `absolute` bytes in all. A decompression bomb (1 MiB of zeros that would be
 1 GiB) is stopped once it passes the cap, after a fraction of a second, before anything parses it or
-writes it out. Symbolic links are neither counted nor read (ingest refuses or skips them).
+writes it out. Symbolic links are neither counted nor read (ingest refuses or skips them). A tinygrad
+VIZ pickle counts HEAVY_PICKLE_WEIGHT times its bytes, on disk and measured alike.
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.collectors.base import CORRUPT_GZIP, GZIP_MAGIC, IngestError
+from dashboard.collectors.base import CORRUPT_GZIP, GZIP_MAGIC, IngestError, probe_file
+from dashboard.collectors.tinygrad import COLLECTOR as TINYGRAD
 
 MB = 1024 * 1024
 DEFAULT_MAX_RATIO = 200.0  # real traces and IR dumps measured 14x to 52x (../shared/samples)
 DEFAULT_FLOOR_BYTES = 64 * MB
 _READ_BYTES = 1 << 20
 _OUT_BYTES = 4 << 20
+# A tinygrad VIZ pickle counts this many times its size: it unpickles to ~19 bytes of Python objects and
+# tables per byte at its peak (benchmarks/tinygrad_ingest.py) and ~0.45 s of CPU per MB, where the per-MB
+# shares were measured on JSON traces (~10 bytes per byte); counted at its size, a 100 MB rewrites.pkl
+# would be stopped at its budget.
+HEAVY_PICKLE_WEIGHT = 2.5
+
+
+def weight(file: Path) -> float:
+    """How many times its bytes a file counts in a budget: HEAVY_PICKLE_WEIGHT for a tinygrad pickle."""
+    try:
+        return HEAVY_PICKLE_WEIGHT if TINYGRAD.sniff(probe_file(file)) else 1.0
+    except (OSError, EOFError, IngestError, gzip.BadGzipFile, zlib.error):
+        return 1.0
 
 
 def input_files(paths: Sequence[Path]) -> Iterator[Path]:
@@ -43,8 +59,8 @@ def input_files(paths: Sequence[Path]) -> Iterator[Path]:
 
 
 def bytes_on_disk(paths: Sequence[Path]) -> int:
-    """The inputs' size as stored: what the server received (links not counted)."""
-    return sum(file.stat().st_size for file in input_files(paths))
+    """The inputs' size as stored: what the server received (links not counted), each file weighted."""
+    return int(sum(file.stat().st_size * weight(file) for file in input_files(paths)))
 
 
 @dataclass(frozen=True)
@@ -93,7 +109,8 @@ def gzip_content_bytes(path: Path, cap: int) -> int:
 
 
 def measured_bytes(paths: Sequence[Path], limit: ExpansionLimit) -> int:
-    """The bytes a parse of `paths` will read: plain files as stored, gzip files decompressed and counted.
+    """The bytes a parse of `paths` will read: plain files as stored, gzip files decompressed and counted,
+    each weighted (`weight`).
     IngestError (naming the file and the limit) when an input expands past `limit`."""
     total = 0
     for file in input_files(paths):
@@ -107,7 +124,7 @@ def measured_bytes(paths: Sequence[Path], limit: ExpansionLimit) -> int:
                 raise IngestError(file, f"its compressed content expands to more than {cap / MB:,.0f} MiB "
                                         f"(from {size / MB:,.1f} MiB on disk), over what this server reads from "
                                         f"one input (the limit is set by {limit.hint}); not parsed")
-            total += content
+            total += int(content * weight(file))
         else:
-            total += size
+            total += int(size * weight(file))
     return total

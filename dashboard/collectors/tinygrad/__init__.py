@@ -22,7 +22,6 @@ the release chosen by the file's structure (`releases`); a warning says when non
 
 from __future__ import annotations
 
-import pickle
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,9 +31,9 @@ from typing import Any
 import polars as pl
 
 from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn
+from dashboard.collectors.safe_pickle import starts_a_pickle
 from dashboard.collectors.tinygrad.unpickle import PROFILE, REWRITES, load
 
-_PROTOCOLS = frozenset(range(2, 6))
 # A pickle's first global: STACK_GLOBAL's module string (protocol 4+: SHORT_BINUNICODE) or GLOBAL's line.
 _TINYGRAD_GLOBAL = re.compile(rb"\x8c[\x08-\x40]tinygrad[.\x94]|ctinygrad[.\n]|X.\x00\x00\x00tinygrad[.]")
 _PAIR_NAME = re.compile(r"^(?:rewrites|profile)(.*)$")
@@ -78,7 +77,7 @@ class TinygradCollector:
 
     def sniff(self, probe: Probe) -> bool:
         head = probe.head
-        if len(head) < 2 or head[0] != pickle.PROTO[0] or head[1] not in _PROTOCOLS:
+        if not starts_a_pickle(head):
             return False
         return _TINYGRAD_GLOBAL.search(head[:4096]) is not None
 

@@ -42,6 +42,7 @@ import polars as pl
 
 from dashboard.collectors.base import Collected, IngestError, Probe, ProgressFn, is_gzip, open_source
 from dashboard.collectors.rank_names import rank_from_name
+from dashboard.collectors.safe_pickle import starts_a_pickle
 from dashboard.collectors.torch_snapshot.bounded import can_bound, load_whole
 from dashboard.collectors.torch_snapshot.tables import (
     NO_HISTORY,
@@ -54,7 +55,6 @@ from dashboard.collectors.torch_snapshot.tables import (
 from dashboard.collectors.torch_snapshot.unpickle import STREAM_ABOVE_BYTES, OnEntries, RefusedPickle, load_streaming
 
 BATCH = 100_000  # trace entries turned into columns at a time
-_PROTOCOLS = frozenset(range(2, 6))
 
 
 def _read(path: Path, size: int, on_entries: OnEntries) -> tuple[Any, dict[int, int] | None]:
@@ -131,7 +131,7 @@ class TorchSnapshotCollector:
 
     def sniff(self, probe: Probe) -> bool:
         head = probe.head
-        if len(head) < 2 or head[0] != pickle.PROTO[0] or head[1] not in _PROTOCOLS:
+        if not starts_a_pickle(head):
             return False
         # The dict `_dump_snapshot` writes, or the list of segments `torch.cuda.memory_snapshot()` returns.
         return b"segments" in head[:4096] or b"device_traces" in head or (
