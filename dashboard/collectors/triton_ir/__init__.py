@@ -9,7 +9,7 @@ Sources (../shared/formats/triton-ir.md):
   kept with the run so the page shows their lines. A log that also holds warp-specialization planner DOT
   blocks is read by the planner collector too, so one run holds both.
 
-Tables: `ir_steps`, `ir_text`, `ir_locs`, `ir_kernels` (schema.py). Layers:
+Tables: `ir_steps`, `ir_text`, `ir_locs`, `ir_kernels` (schema/compiler.py). Layers:
 `headers` (header lines), `stream` (chunked cutting of a log), `bodies`
 (per-body facts and the deduplicated text store), `logs` (compiles and
 stages of a log), `folders` (stage files), `locs` (source locations).
