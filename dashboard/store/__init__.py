@@ -1,5 +1,6 @@
-"""Runs on disk: open, list, publish and delete them (`runs.py`), write their files (`files.py`), and tell
-whose a piece of work in progress is (`owners.py`), and check a run as it is opened (`checks.py`).
+"""Runs on disk: one run and its tables (`run.py`), open, list, publish and delete them (`runs.py`), write
+their files (`files.py`), and tell whose a piece of work in progress is (`owners.py`), and check a run as it
+is opened (`checks.py`).
 The store parses nothing: `dashboard.ingest` does."""
 
 from dashboard.store.runs import (

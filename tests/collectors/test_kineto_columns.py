@@ -8,7 +8,8 @@ import msgspec
 import pytest
 
 from dashboard.collectors.kineto.columns import RawColumns, group_events
-from dashboard.collectors.kineto.decode import _FAST, _LENIENT
+from dashboard.collectors.kineto.event_types import FAST as _FAST
+from dashboard.collectors.kineto.event_types import LENIENT as _LENIENT
 
 CHUNK = msgspec.json.encode([
     {"ph": "X", "cat": "kernel", "name": "k0", "ts": 1, "args": {"grid": [4, 2, 1], "correlation": 7}},

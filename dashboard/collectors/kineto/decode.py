@@ -52,6 +52,15 @@ from dashboard.collectors.kineto.columns import (
     memory_frame,
     range_frame,
 )
+from dashboard.collectors.kineto.event_types import (
+    FAST,
+    LENIENT,
+    LENIENT_DEFAULT_ARGS,
+    ONE_LENIENT,
+    RAW_LIST,
+    TOP_DECODER,
+    Top,
+)
 
 # Events decoded at a time. 4 MB (~14 k events, ~7 MB of small objects) rather than 8: on the benchmark
 # trace a 100 MB range decoded in 0.55-0.58 s with 17 k page faults against 0.62-0.75 s with 36-60 k
@@ -59,120 +68,12 @@ from dashboard.collectors.kineto.columns import (
 # them each time); at 2-3 MB the per-chunk overhead starts to show.
 CHUNK_BYTES = 4 * 1024 * 1024
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_EMPTY_RAW = msgspec.Raw(b"")
 _BOM = b"\xef\xbb\xbf"
 _REPLACEMENT = "\ufffd"
 NOT_UTF8 = "byte sequences that are not UTF-8 text, replaced by U+FFFD"
 TOO_DEEP = "JSON nested too deeply to read (more than ~1,000 levels of brackets)"
 
 
-class _Top(msgspec.Struct):
-    """The top level; `traceEvents` stays raw bytes until it is chunked."""
-
-    traceEvents: msgspec.Raw = _EMPTY_RAW
-    schemaVersion: Any = None
-    deviceProperties: Any = None
-    distributedInfo: Any = None
-    baseTimeNanoseconds: Any = None
-    traceName: Any = None
-    displayTimeUnit: Any = None
-
-
-class _Dim3(msgspec.Struct, frozen=True, gc=False, array_like=True):
-    """`grid` / `block` [x, y, z], read as a struct so columns come out at C speed."""
-
-    x: int | None = None
-    y: int | None = None
-    z: int | None = None
-
-
-_NO_DIM3 = _Dim3()
-
-
-class _FastArgs(msgspec.Struct, frozen=True, gc=False):
-    external_id: int | None = msgspec.field(default=None, name="External id")
-    external_id_legacy: int | None = msgspec.field(default=None, name="external id")
-    correlation: int | None = None
-    grid: _Dim3 = _NO_DIM3
-    block: _Dim3 = _NO_DIM3
-    registers: int | None = msgspec.field(default=None, name="registers per thread")
-    shared_memory: int | None = msgspec.field(default=None, name="shared memory")
-    bytes: int | None = None
-    sequence: int | None = msgspec.field(default=None, name="Sequence number")
-    fwd_thread: int | None = msgspec.field(default=None, name="Fwd thread id")
-    python_id: int | None = msgspec.field(default=None, name="Python id")
-    # Kept as raw JSON (a span of the input, no Python list per shape): `columns` turns every op's into text.
-    input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")
-    input_types: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input type")
-    concrete_inputs: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Concrete Inputs")
-    module_hierarchy: str | None = msgspec.field(default=None, name="Module Hierarchy")
-    flops: float | None = None
-    # `[memory]` instants (profile_memory=True); `Bytes` is not the copies' `bytes`.
-    device_type: int | None = msgspec.field(default=None, name="Device Type")
-    device_id: int | None = msgspec.field(default=None, name="Device Id")
-    addr: int | None = msgspec.field(default=None, name="Addr")
-    mem_bytes: int | None = msgspec.field(default=None, name="Bytes")
-    total_allocated: int | None = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: int | None = msgspec.field(default=None, name="Total Reserved")
-
-
-class _FastEvent(msgspec.Struct, gc=False):
-    # str alternatives cost nothing to decode and cover legacy string tids
-    # ("stream 7") and numbers written as strings without the lenient path.
-    ph: str | None = None
-    cat: str | None = None
-    name: str | None = None
-    pid: int | str | None = None
-    tid: int | str | None = None
-    ts: float | str | None = None
-    dur: float | str | None = None
-    id: int | str | None = None
-    args: _FastArgs = _FastArgs()
-
-
-class _LenientArgs(msgspec.Struct, frozen=True, gc=False):
-    external_id: Any = msgspec.field(default=None, name="External id")
-    external_id_legacy: Any = msgspec.field(default=None, name="external id")
-    correlation: Any = None
-    grid: Any = None
-    block: Any = None
-    registers: Any = msgspec.field(default=None, name="registers per thread")
-    shared_memory: Any = msgspec.field(default=None, name="shared memory")
-    bytes: Any = None
-    sequence: Any = msgspec.field(default=None, name="Sequence number")
-    fwd_thread: Any = msgspec.field(default=None, name="Fwd thread id")
-    python_id: Any = msgspec.field(default=None, name="Python id")
-    input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")
-    input_types: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input type")
-    concrete_inputs: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Concrete Inputs")
-    module_hierarchy: Any = msgspec.field(default=None, name="Module Hierarchy")
-    flops: Any = None
-    device_type: Any = msgspec.field(default=None, name="Device Type")
-    device_id: Any = msgspec.field(default=None, name="Device Id")
-    addr: Any = msgspec.field(default=None, name="Addr")
-    mem_bytes: Any = msgspec.field(default=None, name="Bytes")
-    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
-
-
-class _LenientEvent(msgspec.Struct, gc=False):
-    ph: Any = None
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    id: Any = None
-    args: _LenientArgs | None = _LenientArgs()
-
-
-_FAST = msgspec.json.Decoder(list[_FastEvent])
-_LENIENT = msgspec.json.Decoder(list[_LenientEvent])
-_ONE_LENIENT = msgspec.json.Decoder(_LenientEvent)
-_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
-TOP_DECODER = msgspec.json.Decoder(_Top)
-_LENIENT_DEFAULT_ARGS = _LenientArgs()
 
 
 @dataclass
@@ -196,7 +97,7 @@ def _json_kind(data: bytes | memoryview) -> str:
     return kinds.get(first, "a number")
 
 
-def decode_top(path: Path, data: bytes | memoryview) -> _Top:
+def decode_top(path: Path, data: bytes | memoryview) -> Top:
     if not bytes(data[:4096]).strip() and not bytes(data).strip():
         raise IngestError(path, "the file is empty")
     try:
@@ -250,7 +151,7 @@ def _chunks_by_boundary(events: memoryview) -> Iterator[tuple[bytearray, float]]
 
 def _chunks_exact(events: memoryview) -> Iterator[tuple[bytes, float]]:
     """Exact cuts from a `Raw` per event: slower, but immune to odd content."""
-    raws = _RAW_LIST.decode(events)
+    raws = RAW_LIST.decode(events)
     step = 20_000
     for first in range(0, len(raws), step):
         yield b"[" + b",".join(raws[first : first + step]) + b"]", min(1.0, (first + step) / len(raws))
@@ -259,17 +160,17 @@ def _chunks_exact(events: memoryview) -> Iterator[tuple[bytes, float]]:
 def decode_chunk(chunk: bytes | bytearray | memoryview, trace: DecodedTrace) -> list[Any]:
     if not trace.lenient:
         try:
-            return _FAST.decode(chunk)
+            return FAST.decode(chunk)
         except msgspec.ValidationError:
             trace.lenient = True  # the rest of this file uses lenient types
     try:
-        return _LENIENT.decode(chunk)
+        return LENIENT.decode(chunk)
     except msgspec.ValidationError:
         pass
     events: list[Any] = []
-    for raw in _RAW_LIST.decode(chunk):
+    for raw in RAW_LIST.decode(chunk):
         try:
-            events.append(_ONE_LENIENT.decode(raw))
+            events.append(ONE_LENIENT.decode(raw))
         except msgspec.ValidationError:
             trace.problems["events that are not JSON objects (skipped)"] += 1
     return events
@@ -330,13 +231,13 @@ def top_fields(top: Any) -> dict[str, Any]:
     """The top-level fields a run keeps, without the event list."""
     return {
         name: getattr(top, name)
-        for name in _Top.__struct_fields__
+        for name in Top.__struct_fields__
         if name != "traceEvents" and getattr(top, name) is not None
     }
 
 
 def _with_default_args(event: Any) -> Any:
-    return msgspec.structs.replace(event, args=_LENIENT_DEFAULT_ARGS)
+    return msgspec.structs.replace(event, args=LENIENT_DEFAULT_ARGS)
 
 
 def decode_file(path: Path, progress: Callable[[float], None] = lambda fraction: None) -> DecodedTrace:

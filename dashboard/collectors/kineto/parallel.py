@@ -45,7 +45,8 @@ import polars as pl
 
 import dashboard
 from dashboard.collectors.base import is_gzip, open_source
-from dashboard.collectors.kineto.decode import CHUNK_BYTES, TOP_DECODER, DecodedTrace, event_spans, top_fields
+from dashboard.collectors.kineto.decode import CHUNK_BYTES, DecodedTrace, event_spans, top_fields
+from dashboard.collectors.kineto.event_types import TOP_DECODER
 from dashboard.collectors.kineto.worker import KINDS, decode_range, read_result
 
 _log = logging.getLogger(__name__)
