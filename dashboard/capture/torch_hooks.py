@@ -47,11 +47,10 @@ import functools
 import importlib.util
 import sys
 import threading
-import weakref
-from collections import Counter
 from typing import Any
 
 from dashboard.capture.flop_sampler import FlopSampler
+from dashboard.capture.module_names import ModuleNames
 from dashboard.capture.optimizer_hooks import OptimizerHooks
 from dashboard.capture.ranges import RangeRecorder
 
@@ -80,32 +79,6 @@ def unavailable_reason() -> str | None:
     if missing:
         return f"torch {torch.__version__} lacks {', '.join(missing)}"
     return None
-
-
-class _ModuleNames:
-    """Qualified names (`Model.blocks.0.attn`) for modules, found once per root."""
-
-    def __init__(self) -> None:
-        self._names: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-        self._roots: Counter[str] = Counter()
-
-    def name_of(self, module: Any, parent: Any | None) -> str:
-        name = self._names.get(module)
-        if name is not None:
-            return name
-        parent_name = self._names.get(parent) if parent is not None else None
-        if parent_name is not None:
-            # Created after its parent was walked (or not a registered child).
-            name = f"{parent_name}.{type(module).__name__}"
-        else:
-            base = type(module).__name__
-            self._roots[base] += 1
-            name = base if self._roots[base] == 1 else f"{base}#{self._roots[base]}"
-        self._names[module] = name
-        for child_name, child in module.named_modules():
-            if child_name and child not in self._names:
-                self._names[child] = f"{name}.{child_name}"
-        return name
 
 
 # Where a node keeps the actions of our one pre-hook on it (autograd nodes carry a `metadata` dict).
@@ -164,7 +137,7 @@ class LayerHooks:
         self.flop_steps = flop_steps
         self.warnings: list[str] = []
         self.errors = 0
-        self._names = _ModuleNames()
+        self._names = ModuleNames()
         self._local = threading.local()
         self._handles: list[Any] = []
         self._flops: FlopSampler | None = None

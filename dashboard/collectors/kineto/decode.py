@@ -45,12 +45,7 @@ from dashboard.collectors.kineto.columns import (
     MEMORY_CATEGORY,
     MEMORY_PHASES,
     RawColumns,
-    api_frame,
-    flow_frame,
-    gpu_frame,
     group_events,
-    memory_frame,
-    range_frame,
 )
 from dashboard.collectors.kineto.event_types import (
     FAST,
@@ -61,6 +56,7 @@ from dashboard.collectors.kineto.event_types import (
     TOP_DECODER,
     Top,
 )
+from dashboard.collectors.kineto.frames import api_frame, flow_frame, gpu_frame, memory_frame, range_frame
 
 # Events decoded at a time. 4 MB (~14 k events, ~7 MB of small objects) rather than 8: on the benchmark
 # trace a 100 MB range decoded in 0.55-0.58 s with 17 k page faults against 0.62-0.75 s with 36-60 k

@@ -29,8 +29,8 @@ import msgspec
 import polars as pl
 
 from dashboard.collectors.gc_pause import gc_paused
-from dashboard.collectors.kineto.columns import CATEGORICAL_NAMES
 from dashboard.collectors.kineto.decode import DecodedTrace, decode_chunk, event_spans, frames_of_chunk
+from dashboard.collectors.kineto.frames import CATEGORICAL_NAMES
 
 CUT_FAILED = 3
 KINDS = ("gpu", "api", "range", "flow", "memory")
