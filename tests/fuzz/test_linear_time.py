@@ -18,6 +18,7 @@ import pytest
 from dashboard.analysis import timeline_lanes
 from dashboard.collectors.dot import grammar as dot_grammar
 from dashboard.collectors.kineto import ranges as kineto_ranges
+from dashboard.collectors.torch_snapshot import bounded as snapshot_bounded
 from dashboard.collectors.triton_ir import headers as ir_headers
 from dashboard.collectors.triton_ws import blocks as triton_ws_blocks
 from dashboard.collectors.triton_ws import collector as triton_ws
@@ -53,6 +54,9 @@ CASES: dict[str, Callable[[], object]] = {
     "dot ports": _dot("digraph G {\n a" + " : p" * (N // 4) + " : \n}"),
     "dot blanks and semicolons": _dot("digraph G {" + " ;" * (N // 2) + " !"),
     "dot numerals": _dot("digraph G {\n a [k=" + "1." * (N // 2) + "]\n}"),
+    # An allocator snapshot's opcode walk: a possessive run of fixed-length pieces, then an over-long
+    # length-prefixed string it must stop before.
+    "snapshot opcode run": lambda: snapshot_bounded._FIXED_RUN.match(b"K\x01" * (N // 2) + b"\x8c\xff"),
     # Finding a graph in a file and the planner's blocks in a log.
     "graph start line": lambda: triton_ws._GRAPH_START.fullmatch("digraph" + " " * N + "!"),
     "header line": lambda: triton_ws._HEADER_LINE.match("=== " + " ===\t" * (N // 5) + "x"),
@@ -116,6 +120,9 @@ def test_every_python_regex_module_is_audited() -> None:
         "capture/cupti_backend.py", "app.py", "store/runs.py", "collectors/kineto/flops.py", "views/chart_events.py",
         "analysis/kernel_names.py", "analysis/kernel_name_parse.py", "views/memory_data.py", "pages/home.py",
         "collectors/tinygrad/__init__.py", "collectors/tinygrad/values.py",
+        "analysis/uop_shown.py",  # literal alternatives and one anchored `\d+ bytes [0-9a-f]+`
+        "views/tinygrad.py",  # an ANSI colour code: ESC [ digits-and-semicolons m
+        "collectors/torch_snapshot/bounded.py",  # the opcode run, checked above
         "collectors/kineto/ranges.py", "collectors/triton_ir/headers.py",
         # Possessive or single-path patterns over disjoint character classes, literals, or tokens
         # that cannot overlap (one alternative per first character): linear as written.
