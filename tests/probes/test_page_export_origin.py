@@ -29,6 +29,14 @@ from tests.support.team_server import PASSWORD, REPO_ROOT, USER, basic_auth, fre
 pytest.importorskip("playwright")
 
 
+def send_html(handler: http.server.BaseHTTPRequestHandler, body: bytes) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/html")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 class Trap:
     """Another service on this machine: records every request it gets (path and Authorization)."""
 
@@ -39,12 +47,7 @@ class Trap:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 trap.requests.append((self.path, self.headers.get("Authorization")))
-                body = b'<html><body><div id="_pages_content"><div>internal secret</div></div></body></html>'
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                send_html(self, b'<html><body><div id="_pages_content"><div>internal secret</div></div></body></html>')
 
             def log_message(self, *_args: object) -> None:
                 pass
@@ -141,11 +144,7 @@ def test_the_export_browser_reaches_no_other_origin_and_sends_the_login_only_hom
                     f'<img src="{other}/image.png"><img src="/bounce.png">'
                     f'<iframe src="{other}/frame"></iframe><script>fetch("{other}/fetch")</script>'
                     '</body></html>').encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_html(self, body)
 
         def log_message(self, *_args: object) -> None:
             pass
