@@ -129,10 +129,14 @@ class VizBuilder:
                                           for i, part in enumerate(name.split("_")))
         context = self.context(display, (name, self.nested(ast), key), renderer)
         self.step(context, "View Base AST", ast)
-        added = self.uop("ADD", "float", (load, load))  # x*2 -> x+x, as a pattern would
+        # Each step rewrites the graph the one before left, as tinygrad's do: x*2 -> x+x, then x+x -> x*1+x.
+        added = self.uop("ADD", "float", (load, load))
         self.step(context, "early movement ops", ast, [(product, added)])
-        self.step(context, "expander", ast, [(two, two)], depth=1)
-        linear = self.uop("LINEAR", "void", (out, inp, loop, load, added, store))
+        after_movement = self._with_value(info, out, loop, added)
+        fused = self.uop("MULACC", "float", (load, self.uop("CONST", "float", (), const_float(1.0)), load))
+        self.step(context, "expander", after_movement, [(added, fused)], depth=1)
+        ast = self._with_value(info, out, loop, fused)
+        linear = self.uop("LINEAR", "void", (out, inp, loop, load, fused, store))
         source = self.uop("SOURCE", "void", (), f"void {name}(float* data0, float* data1) {{ /* {size} */ }}")
         binary = self.uop("BINARY", "void", (), b"\x7fELF" + bytes(60))
         pieces = (ast, linear, source, binary) if self.release == "0.14.0" else \
@@ -142,6 +146,11 @@ class VizBuilder:
         self.step(context, "linearize/render", ast)
         self.step(context, "View Program", self.uop("PROGRAM", "void", pieces, program_info))
         return context, key, ops
+
+    def _with_value(self, info: Any, out: int, loop: int, value: int) -> int:
+        """A kernel's AST storing `value` at `out[loop]`: the graph a step leaves for the next one."""
+        store = self.uop("STORE", "void", (self.uop("INDEX", "float", (out, loop)), value))
+        return self.uop("SINK", "void", (self.uop("END", "void", (store, loop)),), info)
 
     # --- profile ------------------------------------------------------------------------------------------
 

@@ -145,6 +145,11 @@ def test_truncated_and_foreign_pickles_are_one_line(tmp_path: Path) -> None:
     cut.parent.mkdir()
     cut.write_bytes(rewrites[: len(rewrites) // 2])
     assert _ingest_error(cut) == "truncated pickle: the file ends before the tinygrad data does"
+    # Cut anywhere (after an opcode, inside its argument, inside a frame): always the same line.
+    # (From past the first tinygrad global: shorter, the file is not recognisably tinygrad's.)
+    for end in range(rewrites.index(b"tinygrad") + 40, len(rewrites) - 1, 97):
+        cut.write_bytes(rewrites[:end])
+        assert _ingest_error(cut) == "truncated pickle: the file ends before the tinygrad data does", end
     lone = tmp_path / "lone.pkl"
     lone.write_bytes(_spliced(b"\x8c\x10tinygrad.helpers\x8c\nTracingKey\x93)\x81"))
     assert _ingest_error(lone).startswith("not a tinygrad VIZ file: a pickled TracingKey")

@@ -118,8 +118,9 @@ def load(path: Path) -> tuple[str, Any]:
     if len(data) > MAX_BYTES:
         raise IngestError(path, f"too large: {len(data):,} bytes uncompressed, more than the {MAX_BYTES:,} a tinygrad "
                                 "VIZ file is read up to")
+    stream = io.BytesIO(data)
     try:
-        value = TinygradUnpickler(io.BytesIO(data)).load()
+        value = TinygradUnpickler(stream).load()
     except RefusedPickle as exc:
         raise IngestError(path, str(exc)) from None
     except (EOFError, struct.error):  # struct.error: an opcode's argument cut short by the file's end
@@ -130,7 +131,9 @@ def load(path: Path) -> tuple[str, Any]:
         raise IngestError(path, "corrupt pickle: nested too deeply to read") from None
     except (pickle.UnpicklingError, ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError,
             InvalidOperation, UnicodeDecodeError, ArithmeticError) as exc:
-        if "truncated" in str(exc) or "exhausted" in str(exc):
+        # Every byte read and no STOP: the file ends early, whichever opcode found its argument missing
+        # (a BINGET cut after its opcode fails as an IndexError).
+        if "truncated" in str(exc) or "exhausted" in str(exc) or stream.tell() >= len(data):
             raise IngestError(path, "truncated pickle: the file ends before the tinygrad data does") from None
         # The exception's text is the unpickler's (issue 14: no library text reaches the user).
         what = "a value of the wrong type" if isinstance(exc, TypeError | AttributeError) else "damaged data"
