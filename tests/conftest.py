@@ -18,6 +18,18 @@ def shared_dir() -> Path:
     return SHARED_DIR
 
 
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder holding the bundled demo, seeded once per test session (a seeding costs ~6 s: real
+    Triton and tinygrad runs, eight ingests). Never written to: a module copies it (`demo_copy`)."""
+    from dashboard.demo import seed_demo
+    from dashboard.store import RunStore
+
+    data = tmp_path_factory.mktemp("demo-template") / "data"
+    seed_demo(RunStore(data))
+    return data
+
+
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     """An empty data folder for a store."""

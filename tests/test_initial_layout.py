@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import dash
 import pytest
 
 from dashboard.app import create_app
-from dashboard.demo import seed_demo
 from dashboard.settings import Settings
-from dashboard.store import RunStore
 from tests.support.dash_requests import HOST, by_id, components, dash_layout
+from tests.support.demo_copy import demo_copy
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    data_dir = tmp_path_factory.mktemp("data")
-    seed_demo(RunStore(data_dir))
+def client(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> Any:
+    data_dir = demo_copy(demo_template, tmp_path_factory.mktemp("layout") / "data")
     app = create_app(Settings(data_dir=data_dir, seed_demo=False))
     return app.server.test_client()
 

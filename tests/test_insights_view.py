@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import dash
@@ -10,18 +11,17 @@ import pytest
 
 from dashboard.analysis.insights import run_insights
 from dashboard.app import create_app
-from dashboard.demo import seed_demo
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 from dashboard.views import run_views
 from tests.support.dash_requests import HOST, by_id, callback_payload, components, dash_layout
+from tests.support.demo_copy import demo_copy
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, RunStore]:
-    data_dir = tmp_path_factory.mktemp("data")
+def demo(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> tuple[Any, RunStore]:
+    data_dir = demo_copy(demo_template, tmp_path_factory.mktemp("insights") / "data")
     store = RunStore(data_dir)
-    seed_demo(store)
     app = create_app(Settings(data_dir=data_dir, seed_demo=False))
     return app.server.test_client(), store
 

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from dashboard.analysis.insights import run_insights
 from dashboard.cli.main import cli
-from dashboard.demo import seed_demo
 from dashboard.store import RunStore
+from tests.support.demo_copy import demo_copy
 from tests.support.triton_demo import requires_triton_demo
 
 GPU_TIME_KEYS = {"rank", "span_ns", "idle_ns", "compute_ns", "communication_ns", "memory_ns"}
@@ -21,10 +21,8 @@ FINDING_KEYS = {"title", "severity", "evidence", "url"}
 
 
 @pytest.fixture(scope="module")
-def demo_store(tmp_path_factory: pytest.TempPathFactory) -> RunStore:
-    store = RunStore(tmp_path_factory.mktemp("data"))
-    seed_demo(store)
-    return store
+def demo_store(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> RunStore:
+    return RunStore(demo_copy(demo_template, tmp_path_factory.mktemp("report") / "data"))
 
 
 def check_schema(report: dict) -> None:

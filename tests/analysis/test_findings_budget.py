@@ -11,16 +11,14 @@ import pytest
 from dashboard.analysis import ranks, time_findings
 from dashboard.analysis.finding import BUSY, IDLE
 from dashboard.analysis.insights import Insights, run_insights
-from dashboard.demo import seed_demo
 from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
+from tests.support.demo_copy import demo_copy
 
 
 @pytest.fixture(scope="module")
-def demo_store(tmp_path_factory: pytest.TempPathFactory) -> RunStore:
-    store = RunStore(tmp_path_factory.mktemp("data"))
-    seed_demo(store)
-    return store
+def demo_store(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> RunStore:
+    return RunStore(demo_copy(demo_template, tmp_path_factory.mktemp("budget") / "data"))
 
 
 def check_budget(insights: Insights) -> int:

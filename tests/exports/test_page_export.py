@@ -12,18 +12,16 @@ from click.testing import CliRunner
 from PIL import Image
 
 from dashboard.cli.main import cli
-from dashboard.demo import seed_demo
 from dashboard.exports.page_figures import PAGES, page_figures, pages_for
 from dashboard.exports.png import CAPTION_HEIGHT, DEFAULT_HEIGHT
 from dashboard.exports.routes import view_caption
 from dashboard.store import RunStore
+from tests.support.demo_copy import demo_copy
 
 
 @pytest.fixture(scope="module")
-def demo_store(tmp_path_factory: pytest.TempPathFactory) -> RunStore:
-    store = RunStore(tmp_path_factory.mktemp("export") / "data")
-    seed_demo(store)
-    return store
+def demo_store(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> RunStore:
+    return RunStore(demo_copy(demo_template, tmp_path_factory.mktemp("export") / "data"))
 
 
 def assert_real_png(data: bytes, min_width: int = 1000) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,18 +18,17 @@ import plotly.io as pio
 import pytest
 
 from dashboard.app import create_app
-from dashboard.demo import seed_demo
 from dashboard.exports.page_figures import EXPORT_WIDTHS, PAGES, page_figures
 from dashboard.settings import Settings
 from dashboard.store import Run, RunStore
 from tests.support.dash_requests import HOST, components, dash_layout
+from tests.support.demo_copy import demo_copy
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunStore, Any]:
-    data_dir = tmp_path_factory.mktemp("screen") / "data"
+def demo(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> tuple[RunStore, Any]:
+    data_dir = demo_copy(demo_template, tmp_path_factory.mktemp("screen") / "data")
     store = RunStore(data_dir)
-    seed_demo(store)
     app = create_app(Settings(data_dir=data_dir, seed_demo=False))
     return store, app.server.test_client()
 

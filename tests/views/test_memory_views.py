@@ -3,19 +3,20 @@ the run, and the charts that state draws (which the page and the PNG export both
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import plotly.io as pio
 import pytest
 
-from dashboard.demo import seed_demo
 from dashboard.exports.page_figures import page_figures, pages_for
 from dashboard.store import Run, RunStore
 from dashboard.views import memory, memory_cuda
+from tests.support.demo_copy import demo_copy
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> RunStore:
-    store = RunStore(tmp_path_factory.mktemp("memory-views") / "data")
-    seed_demo(store)
+def store(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> RunStore:
+    store = RunStore(demo_copy(demo_template, tmp_path_factory.mktemp("memory-views") / "data"))
     return store
 
 
