@@ -32,6 +32,15 @@ def test_a_tinygrad_pickle_counts_heavier_than_other_input(tmp_path: Path) -> No
     assert input_megabytes([tmp_path / "broken.pkl.gz"]) == pytest.approx(42 / MB)
 
 
+def test_the_absolute_expansion_limit_counts_the_bytes_read_not_their_weight(tmp_path: Path) -> None:
+    rewrites, profile = demo_pair().files()
+    (tmp_path / "1-rewrites.pkl").write_bytes(rewrites)
+    (tmp_path / "2-profile.pkl.gz").write_bytes(gzip.compress(profile))
+    exact = ExpansionLimit(absolute=len(rewrites) + len(profile))
+    assert measured_bytes([tmp_path], exact) == int(len(rewrites) * HEAVY_PICKLE_WEIGHT) + \
+        int(len(profile) * HEAVY_PICKLE_WEIGHT)
+
+
 def test_the_default_budget_leaves_room_for_a_100_mb_rewrites_pickle(tmp_path: Path) -> None:
     rewrites, _ = demo_pair().files()
     big = tmp_path / "rewrites.pkl"

@@ -44,7 +44,7 @@ from typing import Any
 from dashboard.collectors.base import IngestError
 from dashboard.ingest.allocator import ALLOCATOR_ENV, input_bytes, setting_for
 from dashboard.ingest.child_temp import child_temp_dir, remove_child_temp
-from dashboard.ingest.input_size import ExpansionLimit, bytes_on_disk
+from dashboard.ingest.input_size import ExpansionLimit, weighted_bytes_on_disk
 from dashboard.store import RunStore
 from dashboard.store.owners import read_owner
 
@@ -118,7 +118,7 @@ class BudgetScale:
 def input_megabytes(paths: Sequence[Path]) -> float:
     """The inputs' size in MB as stored (a gzip file at its compressed size until the child has measured
     it), a tinygrad VIZ pickle at HEAVY_PICKLE_WEIGHT times it; links are not counted (not read)."""
-    return bytes_on_disk(paths) / MB
+    return weighted_bytes_on_disk(paths) / MB
 
 
 def scaled_budget(paths: Sequence[Path], *, fixed_seconds: float | None, fixed_memory_mb: float | None,

@@ -58,7 +58,7 @@ def input_files(paths: Sequence[Path]) -> Iterator[Path]:
                         yield file
 
 
-def bytes_on_disk(paths: Sequence[Path]) -> int:
+def weighted_bytes_on_disk(paths: Sequence[Path]) -> int:
     """The inputs' size as stored: what the server received (links not counted), each file weighted."""
     return int(sum(file.stat().st_size * weight(file) for file in input_files(paths)))
 
@@ -111,20 +111,23 @@ def gzip_content_bytes(path: Path, cap: int) -> int:
 def measured_bytes(paths: Sequence[Path], limit: ExpansionLimit) -> int:
     """The bytes a parse of `paths` will read: plain files as stored, gzip files decompressed and counted,
     each weighted (`weight`).
-    IngestError (naming the file and the limit) when an input expands past `limit`."""
-    total = 0
+    IngestError (naming the file and the limit) when an input expands past `limit`, whose `absolute` counts
+    the bytes read, unweighted."""
+    total = read = 0
     for file in input_files(paths):
         size = file.stat().st_size
         if size >= 18 and _is_gzip(file):
             cap = limit.for_file(size)
             if limit.absolute is not None:
-                cap = min(cap, max(0, limit.absolute - total))
+                cap = min(cap, max(0, limit.absolute - read))
             content = gzip_content_bytes(file, cap)
             if content > cap:
                 raise IngestError(file, f"its compressed content expands to more than {cap / MB:,.0f} MiB "
                                         f"(from {size / MB:,.1f} MiB on disk), over what this server reads from "
                                         f"one input (the limit is set by {limit.hint}); not parsed")
+            read += content
             total += int(content * weight(file))
         else:
+            read += size
             total += int(size * weight(file))
     return total
