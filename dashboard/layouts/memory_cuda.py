@@ -114,7 +114,7 @@ def render(run: Run, state: view.State) -> dict[str, Any]:
     """Every part of the view for a state (the layout and the callback both use it)."""
     shown = view.cuda_view(run, state)
     data = shown.data
-    figure = view.figures(run, state)["cuda-memory"]
+    figure = view.page_figures(run, state)["cuda-memory"]
     cards = [_peak_card(p, data.origin_ns, shown.held_before.get(p.device, 0)) for p in shown.peaks]
     frag = shown.fragmentation()
     if frag.height:

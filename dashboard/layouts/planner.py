@@ -175,7 +175,7 @@ def planner_body(run: Run, state: view.State) -> list[Any]:
     group = state.group or ""
     stem = view.file_stem(run.id, group)
     selection = view.selection_view(run, state)
-    figures = view.figures(run, state)
+    figures = view.page_figures(run, state)
     timelines = [html.Div(html.Div(chart(TIMELINE_IDS[memory], figures[view.timeline_chart(memory)],
                                          f"{stem}-{memory.lower()}-liveness"),
                                    style={"maxHeight": f"{TIMELINE_VIEW_HEIGHT}px", "overflowY": "auto"}),

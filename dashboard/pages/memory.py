@@ -80,7 +80,7 @@ def layout(run: str | None = None, **query: Any) -> html.Div:
 def tenstorrent_layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     state = view.State.from_query(query, chosen)
     data = view.data_for(chosen, state)
-    figures = view.figures(chosen, state)
+    figures = view.page_figures(chosen, state)
     if not figures:
         return html.Div([header, dbc.Alert(
             f"Run “{chosen.id}” has memory snapshots, but no buffer type has any capacity (every "

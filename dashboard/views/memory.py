@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 
 from dashboard.analysis.units import bytes_unit_for
 from dashboard.figures.memory import memory_curves_figure, top_growth_figure
+from dashboard.figures.plain import plain
 from dashboard.store import Run
 from dashboard.views import memory_curves, params
 from dashboard.views import memory_data as analysis
@@ -127,7 +128,7 @@ def base_figure(run: Run, rank: int, unit: str, peaks: str) -> dict[str, Any]:
     figure.update_layout(dragmode="select", selectdirection="h", clickmode="event", uirevision=f"{unit}-{peaks}",
                          legend={"orientation": "h", "y": 1.03, "yanchor": "bottom", "x": 1, "xanchor": "right"},
                          margin={"t": 130})
-    return figure.to_plotly_json()
+    return plain(figure)  # every state's figure is built from this dict: JSON-native, cheap to send
 
 
 def base_for(run: Run, state: State) -> dict[str, Any]:
@@ -139,22 +140,36 @@ def curves_figure(run: Run, state: State) -> dict[str, Any]:
     return memory_curves.curves_figure(data_for(run, state), base_for(run, state), state)
 
 
-def growth_figure(run: Run, state: State) -> go.Figure:
-    growth = analysis.growth_view(data_for(run, state), state.ops, state.programs)
-    where = f"ops {state.ops[0]:,}–{state.ops[1]:,}" if state.ops else "whole run"
-    if state.programs:
-        where += " · " + ", ".join(state.programs)
-    figure = top_growth_figure(growth, per_bank=state.per_bank, selected_op=state.op,
+def growth_figure(run: Run, state: State) -> dict[str, Any]:
+    """The growth bars of a state, as the page sends them (shared: never mutate)."""
+    return growth_dict(data_for(run, state), state.ops, state.programs, state.per_bank, state.op)
+
+
+@per_run(16)
+def growth_dict(data: MemoryData, ops: tuple[int, int] | None, programs: tuple[str, ...], per_bank: bool,
+                op: int | None) -> dict[str, Any]:
+    """The growth bars of a state as plain JSON values (never mutate: callers copy)."""
+    growth = analysis.growth_view(data, ops, programs)
+    where = f"ops {ops[0]:,}–{ops[1]:,}" if ops else "whole run"
+    if programs:
+        where += " · " + ", ".join(programs)
+    figure = top_growth_figure(growth, per_bank=per_bank, selected_op=op,
                                title=f"Top {analysis.TOP_GROWTH} ops by memory left behind ({where})")
     figure.update_layout(clickmode="event")
-    return figure
+    return plain(figure)
+
+
+def page_figures(run: Run, state: State) -> dict[str, dict[str, Any]]:
+    """The memory curves and the growth bars as the page sends them (plain dicts, shared: never mutate);
+    none for a run whose buffer types have no capacity."""
+    if not run_ranks(run) or not data_for(run, state).buffer_types:
+        return {}
+    return {"memory-curves": curves_figure(run, state), "top-growth": growth_figure(run, state)}
 
 
 def figures(run: Run, state: State) -> dict[str, go.Figure]:
-    """The memory curves and the growth bars; none for a run whose buffer types have no capacity."""
-    if not run_ranks(run) or not data_for(run, state).buffer_types:
-        return {}
-    return {"memory-curves": go.Figure(curves_figure(run, state)), "top-growth": growth_figure(run, state)}
+    """The page's figures as plotly figures of their own (the PNG export sizes them)."""
+    return {name: go.Figure(figure) for name, figure in page_figures(run, state).items()}
 
 
 # ---- the ops table ------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ The page shows this view for a run with CUDA memory and no Tenstorrent memory
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Self
+from typing import Any, Self
 
 import plotly.graph_objects as go
 import polars as pl
@@ -21,6 +21,7 @@ import polars as pl
 from dashboard.analysis import cuda_fragmentation
 from dashboard.analysis import cuda_memory as analysis
 from dashboard.figures.memory_cuda import curves_figure
+from dashboard.figures.plain import plain
 from dashboard.store import Run
 from dashboard.views import params
 from dashboard.views.cache import per_run
@@ -133,9 +134,15 @@ def held_before(data: CudaData, device: str) -> int:
 
 
 def cuda_view(run: Run, state: State) -> CudaView:
-    data = cuda_data(run, state.rank)
-    devices = (state.device,) if state.device else tuple(d for d in data.devices if d != "cpu") or data.devices
-    per_device = {d: analysis.device_events(data.events, d, state.window) for d in devices}
+    return _shown(run, state.rank, state.device, state.window)
+
+
+@per_run(8)
+def _shown(run: Run, rank: int | None, device: str | None, window: tuple[int, int] | None) -> CudaView:
+    """The devices a state shows, their events in its window and their peaks (shared: frames are immutable)."""
+    data = cuda_data(run, rank)
+    devices = (device,) if device else tuple(d for d in data.devices if d != "cpu") or data.devices
+    per_device = {d: analysis.device_events(data.events, d, window) for d in devices}
     lives = data.lives.filter(pl.col("device").is_in(devices))
     peaks = [p for d in devices if (p := analysis.peak(per_device[d], lives, d)) is not None]
     top = max(peaks, key=lambda p: p.allocated) if peaks else None
@@ -143,11 +150,18 @@ def cuda_view(run: Run, state: State) -> CudaView:
 
 
 def figures(run: Run, state: State) -> dict[str, go.Figure]:
-    """Allocated and reserved over time per shown device, the peak starred, the chosen time marked."""
+    """The page's figures as plotly figures of their own (the PNG export sizes them)."""
+    return {name: go.Figure(figure) for name, figure in page_figures(run, state).items()}
+
+
+@per_run(16)
+def page_figures(run: Run, state: State) -> dict[str, dict[str, Any]]:
+    """Allocated and reserved over time per shown device, the peak starred, the chosen time marked: plain
+    dicts, as the page sends them (shared: never mutate)."""
     shown = cuda_view(run, state)
     curves = {d: analysis.curve(frame, state.window) for d, frame in shown.per_device.items()}
     # Fragmentation over time where segments are known (snapshots), sampled at the drawn points.
     fragmentation = {d: cuda_fragmentation.over_time(shown.data.layouts[d], cuda_fragmentation.sample_times(
         curves[d]["time_ns"])) for d in shown.devices if d in shown.data.layouts}
-    return {"cuda-memory": curves_figure(curves, shown.data.origin_ns, shown.top, state.at, shown.data.relative,
-                                         state.window, fragmentation, shown.held_before)}
+    return {"cuda-memory": plain(curves_figure(curves, shown.data.origin_ns, shown.top, state.at,
+                                               shown.data.relative, state.window, fragmentation, shown.held_before))}

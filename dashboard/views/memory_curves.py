@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from _plotly_utils.utils import to_typed_array_spec
+
 from dashboard.figures.memory import mark_shapes, track_curves, track_points
 from dashboard.views import memory_data as analysis
 from dashboard.views.memory_data import MemoryData
@@ -51,9 +53,10 @@ def _shapes(base: dict[str, Any], state: State) -> list[dict]:
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:
-    """Patch values: numeric arrays stay numpy (Dash sends them base64-packed), others become lists."""
-    return {key: value.tolist() if getattr(value, "dtype", None) is not None and value.dtype.kind == "O" else value
-            for key, value in values.items()}
+    """Trace values as plotly sends a figure's: numeric arrays base64-packed (plotly.js's typed-array
+    spec), others as lists; so the page's figure and the export's (a go.Figure of it) are the same JSON."""
+    return {key: (value.tolist() if value.dtype.kind == "O" else to_typed_array_spec(value))
+            if getattr(value, "dtype", None) is not None else value for key, value in values.items()}
 
 
 def _highlight_traces(data: MemoryData, base: dict[str, Any], state: State) -> dict[int, dict[str, Any]]:

@@ -25,6 +25,7 @@ from dashboard.analysis import planner_liveness
 from dashboard.analysis import planner_view as analysis
 from dashboard.analysis.dot_sources import DotSourceMissing, element_details, plain_graph_source
 from dashboard.figures.graphviz_svg import DrawResult, draw
+from dashboard.figures.plain import plain
 from dashboard.figures.planner import (
     CHANNEL_GRAPH_STYLESHEET,
     channel_graph_elements,
@@ -212,25 +213,35 @@ def chart_marks(run: Run, group: str, selection: SelectionView) -> dict[str, dic
     return marks
 
 
-def _apply(base: go.Figure, changes: dict[str, Any] | None) -> go.Figure:
-    figure = go.Figure(base)
-    if changes:
-        figure.update_layout(shapes=changes["shapes"])
-    return figure
+@per_run(64)
+def _plain_base(run: Run, group: str, memory: str, timeline: bool) -> dict[str, Any]:
+    """A base chart as plain JSON values, which every state's figure shares (never mutate)."""
+    return plain(base_timeline(run, group, memory) if timeline else base_live(run, group, memory))
 
 
-def figures(run: Run, state: State) -> dict[str, go.Figure]:
-    """The two liveness timelines and the two live-memory charts of a planner group, selection marked."""
+def _apply(base: dict[str, Any], changes: dict[str, Any] | None) -> dict[str, Any]:
+    if not changes or not changes["shapes"]:
+        return base
+    return {**base, "layout": {**base.get("layout", {}), "shapes": changes["shapes"]}}
+
+
+def page_figures(run: Run, state: State) -> dict[str, dict[str, Any]]:
+    """The two liveness timelines and the two live-memory charts of a planner group, selection marked, as
+    the page sends them (plain dicts sharing their parts with cached ones: never mutate)."""
     picked = choice(run, state)
     if picked is None or picked.kind != "planner":
         return {}  # a plain DOT graph is drawn by Graphviz or cytoscape, not plotly
     marks = chart_marks(run, picked.group, selection_view(run, state))
     drawn = {}
     for memory in MEMORIES:
-        drawn[timeline_chart(memory)] = _apply(base_timeline(run, picked.group, memory),
-                                               marks.get(timeline_chart(memory)))
-        drawn[live_chart(memory)] = _apply(base_live(run, picked.group, memory), marks.get(live_chart(memory)))
+        for name, timeline in ((timeline_chart(memory), True), (live_chart(memory), False)):
+            drawn[name] = _apply(_plain_base(run, picked.group, memory, timeline), marks.get(name))
     return drawn
+
+
+def figures(run: Run, state: State) -> dict[str, go.Figure]:
+    """The page's figures as plotly figures of their own (the PNG export sizes them)."""
+    return {name: go.Figure(figure) for name, figure in page_figures(run, state).items()}
 
 
 # --- taps on the channel graph and plain DOT graphs --------------------------------------------------------------

@@ -14,9 +14,10 @@ import polars as pl
 from dashboard.analysis import planner_liveness
 from dashboard.analysis.units import format_bytes
 from dashboard.store import Run
+from dashboard.views.cache import per_run
 from dashboard.views.planner import planner_data
 
-Table = tuple[list[dict[str, Any]], list[dict[str, Any]]]  # rows, column definitions
+Table = tuple[list[dict[str, Any]], list[dict[str, Any]]]  # rows, column definitions (cached: never mutate)
 
 
 def _number(field: str, header: str, width: int = 90) -> dict[str, Any]:
@@ -24,6 +25,7 @@ def _number(field: str, header: str, width: int = 90) -> dict[str, Any]:
             "minWidth": width}
 
 
+@per_run(32)
 def buffer_table(run: Run, group: str, memory: str) -> Table:
     """The dump's own summary table (SMEM Buffer Summary / TMEM Allocation Summary), one row per buffer.
 
@@ -48,6 +50,7 @@ def _joined(column: str) -> pl.Expr:
     return pl.col(column).list.eval(pl.element().cast(pl.String)).list.join(", ")
 
 
+@per_run(32)
 def channel_table(run: Run, group: str) -> Table:
     data = planner_data(run)
     table = planner_liveness.channel_table(data.channels, data.ops, group).with_columns(
@@ -62,6 +65,7 @@ def channel_table(run: Run, group: str) -> Table:
     return table.drop("group").to_dicts(), columns
 
 
+@per_run(32)
 def partition_table(run: Run, group: str) -> Table:
     data = planner_data(run)
     rows = planner_liveness.partition_summary(data.ops, data.channels, group)

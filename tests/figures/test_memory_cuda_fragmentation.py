@@ -13,6 +13,7 @@ from dashboard.store import RunStore
 from dashboard.views import memory_cuda
 from tests.analysis.test_cuda_fragmentation import _builder
 from tests.analysis.test_cuda_memory import _events
+from tests.support.typed_arrays import decoded
 
 
 @pytest.fixture()
@@ -35,10 +36,11 @@ def test_a_snapshot_gets_a_fragmentation_row_with_the_replayed_values(store: Run
     # b freed: 1 − 8/12; S2 reserved, empty: 1 − 12/24; d in S2: 1 − 8/12 (twice: a requested); a freed:
     # 1 − 8/16 (twice: d requested); d freed: 1 − 12/28; S2 released: 1 − 8/16.
     expected = [0, 0, 0, 0, 0, 100 / 3, 50, 100 / 3, 100 / 3, 50, 50, 100 * 16 / 28, 50]
-    assert list(line.y) == pytest.approx(expected)
+    assert decoded(line.y) == pytest.approx(expected)
     assert line.yaxis == "y3" and figure.layout.yaxis3.title.text == "fragmentation (%)"
     assert line.hovertext[5] == "largest free block 8 MiB of 12 MiB free in the segments"
-    assert list(line.customdata) == [t - line.customdata[0] for t in line.customdata]  # ns since the first event
+    since = decoded(line.customdata)
+    assert since == [t - since[0] for t in since]  # ns since the first event
 
 
 def test_a_trace_without_segments_has_slack_only(store: RunStore) -> None:

@@ -3,10 +3,8 @@ ranges lanes."""
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
-import numpy as np
 import plotly.graph_objects as go
 
 from dashboard import schema
@@ -17,6 +15,7 @@ from dashboard.figures.timeline import timeline_figure_dict
 from dashboard.figures.timeline_legend import LANE_LEGEND, LEGEND_RANGE_NAMES
 from dashboard.figures.timeline_marks import PASS_STRIPE
 from tests.support.kineto_passes_trace import Shape, write
+from tests.support.typed_arrays import decoded
 
 
 def _figure(tmp_path: Path, **shape: bool) -> dict:
@@ -40,7 +39,7 @@ def test_passes_lane_draws_one_bar_per_pass_per_step_and_rank_on_its_stripe(tmp_
     assert bars["backward"]["text"][0] == "<b>backward</b> pass · step 5"
     assert {name: bar["marker"]["color"] for name, bar in bars.items()} == {n: PASS_COLOURS[n] for n in bars}
     # Bands of one step overlap in time (zero_grad runs before backward), so each pass has its own stripe.
-    stripes = {name: sorted({round(y % 1, 6) for y in _decoded(bar["y"])}) for name, bar in bars.items()}
+    stripes = {name: sorted({round(y % 1, 6) for y in decoded(bar["y"])}) for name, bar in bars.items()}
     assert len({tuple(s) for s in stripes.values()}) == 3
     assert all(bar["width"] < PASS_STRIPE for bar in bars.values())
 
@@ -63,8 +62,3 @@ def test_the_lane_key_lists_the_passes_and_the_ranges_with_most_time(tmp_path: P
     assert legend["itemclick"] is False and legend["xanchor"] == "left" and legend["x"] >= 1
 
 
-def _decoded(values) -> list[float]:
-    """A typed-array spec (base64) or a plain list, as numbers."""
-    if isinstance(values, dict):
-        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
-    return list(values)
