@@ -17,11 +17,14 @@ from dashboard.analysis.finding import Finding, ranked
 from dashboard.analysis.time_findings import time_findings
 from dashboard.analysis.time_tables import (
     API_COLUMNS,
+    KEPT_NAME,
     KERNEL_COLUMNS,
     MEMCPY_COLUMNS,
     RANGE_COLUMNS,
     TimeTables,
     empty_time_tables,
+    from_kept,
+    kept_frames,
     time_tables,
 )
 from dashboard.store import Run
@@ -72,12 +75,26 @@ def run_breakdown(run: Run) -> pl.DataFrame:
     return breakdown.gpu_time_breakdown(run)
 
 
+def run_time_tables(run: Run) -> TimeTables:
+    """The GPU-time tables of a run with kernels or copies: kept beside the run by whichever process (or the
+    ingest) computed them first, read from there by every other (time_tables.KEPT_NAME)."""
+    kept = run.derived(KEPT_NAME)
+    if kept is not None:
+        tables = from_kept(run.id, kept, breakdown.read_columns(run, "kernels", KERNEL_COLUMNS).with_columns(
+            pl.col("rank").cast(pl.Int32)))
+        if tables is not None:
+            return tables
+    tables = time_tables(run.id, *_kernel_side(run))
+    run.keep_derived(KEPT_NAME, kept_frames(tables))
+    return tables
+
+
 def run_insights(run: Run) -> Insights:
     """The GPU time tables and the ranked findings of `run`."""
     findings: list[Finding] = []
     skipped: list[str] = []
     if run.has("kernels") or run.has("memcpy"):
-        tables = time_tables(run.id, *_kernel_side(run))
+        tables = run_time_tables(run)
         findings.extend(time_findings(tables))
         if not run.has("api_calls"):
             skipped.append("launch delays and launch-bound gaps: the run has no CUDA API calls")

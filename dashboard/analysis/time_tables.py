@@ -45,10 +45,15 @@ class TimeTables:
         return int(found.item()) if found.len() else 0
 
 
+def kinded_kernels(kernels: pl.DataFrame) -> pl.DataFrame:
+    """The kernels the tables read: those with both times, each with its kind and family."""
+    return with_kernel_kinds(kernels.drop_nulls(["start_ns", "end_ns"]))
+
+
 def time_tables(run_id: str, kernels: pl.DataFrame, memcpy: pl.DataFrame, api_calls: pl.DataFrame,
                 ranges: pl.DataFrame) -> TimeTables:
     """The tables the GPU-time rules read, from a run's kernels, copies, API calls and CPU ranges."""
-    kernels = with_kernel_kinds(kernels.drop_nulls(["start_ns", "end_ns"]))
+    kernels = kinded_kernels(kernels)
     intervals = breakdown.classified_intervals(kernels, memcpy)
     pieces = merged_intervals(intervals.select("rank", "start_ns", "end_ns"))
     gaps, parts = idle_causes.idle_parts(kernels, memcpy, api_calls, ranges, pieces)
@@ -76,3 +81,21 @@ def empty_time_tables(run_id: str) -> TimeTables:
                                   "category": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64})
     tables = time_tables(run_id, kernels, memcpy, api, ranges)
     return TimeTables(**{**tables.__dict__, "idle_causes": pl.DataFrame(schema=_CAUSE_SCHEMA)})
+
+
+# The frames kept beside a run (store.derived) under KEPT_NAME: every table but the kernels, which are the
+# run's own with two columns added (cheap to add again, and as big as the rest together). The name carries a
+# version: a change to what these tables hold must change it, so tables an older version kept are not read.
+KEPT_NAME = "time_tables-1"
+KEPT_FIELDS = ("by_rank", "by_step", "gaps", "idle_parts", "idle_causes", "data_ranges", "launch", "copies", "hta")
+
+
+def kept_frames(tables: TimeTables) -> dict[str, pl.DataFrame]:
+    return {name: getattr(tables, name) for name in KEPT_FIELDS}
+
+
+def from_kept(run_id: str, kept: dict[str, pl.DataFrame], kernels: pl.DataFrame) -> TimeTables | None:
+    """The tables from frames kept beside the run and its kernels; None when a frame is missing."""
+    if not set(KEPT_FIELDS) <= set(kept):
+        return None
+    return TimeTables(run_id=run_id, kernels=kinded_kernels(kernels), **{name: kept[name] for name in KEPT_FIELDS})

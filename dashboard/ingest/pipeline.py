@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dashboard.collectors import registry
 from dashboard.collectors.base import IngestError, ProgressFn, no_progress
+from dashboard.ingest.analyses import keep_analyses
 from dashboard.ingest.archives import UNPACKED_DIR, Unpacked, named_in, remove_unpacked, unpack_inputs
 from dashboard.ingest.sources import default_name, refuse_symlink_inputs, symlinks_under
 from dashboard.store import SOURCE_DIR, RunStore
@@ -82,9 +83,12 @@ def ingest_paths(store: RunStore, paths: Sequence[Path | str], name: str | None 
             writer.write(table, frame)
         row_counts = writer.finish()
         remove_unpacked(staging / UNPACKED_DIR)  # not part of the run: its source is the archive
+        metadata = named_in(collected.metadata, unpacked)
+        collected.tables.clear()  # written: the analyses below read them back, column by column
+        keep_analyses(staging, name, row_counts, metadata, progress)
         return store.publish_staging(staging, name, row_counts, copying.result(), inputs,
-                                     collected.parse_seconds, collected.collectors,
-                                     named_in(collected.metadata, unpacked), skipped_links + warnings)
+                                     collected.parse_seconds, collected.collectors, metadata,
+                                     skipped_links + warnings)
     except IngestError as error:
         if not unpacked.folders:
             raise

@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from dashboard import schema
+from dashboard.store.derived import read_derived, write_derived
 from dashboard.store.memory import CACHE
 
 # Partitioned tables (cluster ingest): DIR/<table>/rank=<N>/part-<i>.parquet; per-rank summaries beside them.
@@ -117,6 +118,14 @@ class Run:
         if name not in self.info.metadata.get("summaries", []) or not path.is_file():
             return None
         return self._kept(f"{SUMMARY_PREFIX}{name}", lambda: pl.read_parquet(path))
+
+    def derived(self, name: str) -> dict[str, pl.DataFrame] | None:
+        """Frames an analysis kept beside the run under `name` (`store.derived`), or None."""
+        return read_derived(self.info.path, name)
+
+    def keep_derived(self, name: str, frames: dict[str, pl.DataFrame]) -> bool:
+        """Keep an analysis's frames beside the run for every process serving it (best effort)."""
+        return write_derived(self.info.path, name, frames)
 
     def frame(self, table: str) -> pl.DataFrame:
         """The whole table in memory, read once and reused while the process's cache budget keeps it."""
