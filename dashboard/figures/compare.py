@@ -26,6 +26,7 @@ from dashboard.figures.kernels import (
     wrap_name,
 )
 from dashboard.figures.log_axis import log_axis
+from dashboard.figures.text_width import bottom_margin, label_margin, side_margin
 from dashboard.figures.theme import empty_figure
 
 SLOWER, FASTER = "#c92a2a", "#2b8a3e"  # B spends more / less time than A
@@ -101,7 +102,8 @@ def _change_bars(deltas: list[float], labels: list[str], rows: pl.DataFrame, cus
     }
     return fast_figure([bars], {
         "title": {"text": title}, "height": figure_height(len(labels), any("<br>" in label for label in labels)),
-        "margin": {"l": 10, "r": RATIO_COLUMN_PX, "t": 70, "b": 48}, "clickmode": "event", "dragmode": False,
+        "margin": {"l": label_margin(labels), "r": RATIO_COLUMN_PX, "t": 70, "b": 48}, "clickmode": "event",
+        "dragmode": False,
         "bargap": 0.25, "annotations": _ratio_column(labels, ratios),
         "xaxis": {"title": {"text": f"{what} ({unit})"}, "zeroline": True, "zerolinewidth": 2},
         "yaxis": {"autorange": "reversed", "automargin": True, "categoryorder": "array", "categoryarray": labels},
@@ -130,13 +132,17 @@ def totals_scatter(comparison: pl.DataFrame, selected: Collection[str], a: str, 
     span = [smallest / factor / 1.5, largest / factor * 1.5]
     diagonal = {"type": "scatter", "mode": "lines", "x": span, "y": span, "name": "B = A", "showlegend": False,
                 "line": {"color": "#868e96", "dash": "dash", "width": 1}, "hoverinfo": "skip"}
+    x_axis = log_axis(span[0], span[1], unit, SCATTER_WIDTH_PX)
+    y_axis = log_axis(span[0], span[1], unit, SCATTER_HEIGHT_PX, horizontal=False)
     return fast_figure([diagonal, points], {
         "title": {"text": "Total time per kernel, A against B<br><sup>above the dashed line: more time in B</sup>"},
         "height": 440, "dragmode": "select", "clickmode": "event+select",
+        # Room for the labels (the x axis's last one overhangs the plot by half its width): drawn once.
+        "margin": {"l": side_margin(y_axis["ticktext"], titled=True), "b": bottom_margin(titled=True),
+                   "r": max(20, label_margin(x_axis["ticktext"][-1:]) // 2 + 8)},
         # The sides are named above the charts: long run names here ran over the title.
-        "xaxis": {**log_axis(span[0], span[1], unit, SCATTER_WIDTH_PX), "title": {"text": f"A: total time ({unit})"}},
-        "yaxis": {**log_axis(span[0], span[1], unit, SCATTER_HEIGHT_PX, horizontal=False),
-                  "title": {"text": f"B: total time ({unit})"}},
+        "xaxis": {**x_axis, "title": {"text": f"A: total time ({unit})"}},
+        "yaxis": {**y_axis, "title": {"text": f"B: total time ({unit})"}},
     })
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
 from dashboard.analysis.compare_history import BUSY, KERNEL, MEMORY, STEP
 from dashboard.analysis.units import bytes_unit_for, format_bytes, format_ns, time_unit_for
+from dashboard.figures.text_width import bottom_margin, text_px
 from dashboard.figures.theme import TEMPLATE, distinct_colours, empty_figure
 
 ROWS = ((STEP, "step time"), (BUSY, "GPU busy share (%)"), (KERNEL, "kernel time"), (MEMORY, "memory peak"))
@@ -62,7 +65,11 @@ def history_figure(frame: pl.DataFrame, run_ids: list[str]) -> go.Figure:
                        "(else kernel span); busy share = busy / span; kernel time = the series' top kernels; "
                        "memory peak = highest allocated bytes per bank · click a point to compare its run with the "
                        "one before</sup>"},
-        legend={"orientation": "v", "x": 1.02, "y": 1.0}, margin={"t": 100, "l": 90})
+        legend={"orientation": "v", "x": 1.02, "y": 1.0},
+        # Right: the legend's widest entry; below: the run ids under the last axis and its title. Reserved so
+        # plotly draws once instead of growing the margins and drawing again.
+        margin={"t": 100, "l": 90, "b": bottom_margin(titled=True),
+                "r": math.ceil(max(text_px(str(trace.name)) for trace in figure.data) + 70)})
     return figure
 
 

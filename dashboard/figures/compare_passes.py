@@ -7,6 +7,7 @@ import polars as pl
 
 from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.compare_memory import COLOUR_A, COLOUR_B
+from dashboard.figures.text_width import label_margin
 from dashboard.figures.theme import TEMPLATE, empty_figure
 
 BUSY, IDLE = "#1971c2", "#dee2e6"
@@ -56,7 +57,8 @@ def busy_figure(busy: pl.DataFrame, a: str, b: str) -> go.Figure:
                                         "and copy intervals (overlaps once); idle = span − busy; all ranks summed"
                                         "</sup>"},
                          xaxis={"title": {"text": f"time ({unit})"}},
-                         yaxis={"autorange": "reversed", "automargin": True}, margin={"t": 100},
+                         yaxis={"autorange": "reversed", "automargin": True},
+                         margin={"t": 100, "l": label_margin(sides)},
                          legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right",
                                  "traceorder": "normal"})
     return figure

@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.analysis.compare_planner import ADDED, MOVED, REMOVED, RESIZED
+from dashboard.figures.text_width import label_margin
 from dashboard.figures.theme import TEMPLATE, empty_figure
 
 CHANGE_COLOURS = {ADDED: "#2b8a3e", REMOVED: "#c92a2a", RESIZED: "#e8590c", MOVED: "#7048e8"}
@@ -36,5 +37,6 @@ def liveness_figure(changes: pl.DataFrame, a: str, b: str) -> go.Figure:
                        f"<span style='color:{SAME_COLOUR}'>■</span> same</sup>"},
         xaxis={"title": {"text": "operation id (live from start to end, exclusive)"}},
         yaxis={"autorange": "reversed", "automargin": True, "categoryorder": "array", "categoryarray": labels},
-        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"}, margin={"t": 90})
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
+        margin={"t": 90, "l": label_margin(labels)})
     return figure

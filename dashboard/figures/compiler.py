@@ -123,7 +123,9 @@ def pass_chart(steps: pl.DataFrame, selected: int | None, compared: int | None, 
         yaxis["rangemode"] = "tozero"
     annotation = _growth_annotation(frame, spread)
     figure.update_layout(
-        title={"text": title}, height=340, bargap=0.15, barmode="overlay", margin={"t": 96, "b": 44, "r": 24},
+        # l and r hold the two y axes' ticks and titles (IR lines, ops): reserved, plotly draws once.
+        title={"text": title}, height=340, bargap=0.15, barmode="overlay",
+        margin={"t": 96, "b": 44, "l": 68, "r": 72},
         clickmode="event",
         xaxis={"title": {"text": "step (dump order)"}, "range": [-0.6, frame.height - 0.4]},
         yaxis=yaxis,
@@ -176,7 +178,8 @@ def memory_plan_figure(plan: pl.DataFrame, totals: dict[str, int | None], title:
     figure.update_layout(
         title=f"{title}<br><sup>{total_text}</sup>" if total_text else title, barmode="overlay",
         # Room above the plot for the title, its subtitle and the TMEM axis's ticks and title on top.
-        height=max(260, 140 + 28 * plan.height), margin={"t": 120, "l": 260},
+        # b: the legend under the axis title (y = -0.25), reserved so plotly draws once.
+        height=max(260, 140 + 28 * plan.height), margin={"t": 120, "l": 260, "b": 84},
         xaxis={"title": f"SMEM offset ({unit})", "rangemode": "tozero"},
         xaxis2={"title": "TMEM column", "overlaying": "x", "side": "top", "rangemode": "tozero", "showgrid": False},
         yaxis={"autorange": "reversed"},

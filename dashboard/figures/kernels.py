@@ -23,6 +23,7 @@ import polars as pl
 from dashboard.analysis.kernel_names import label_lines
 from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.log_axis import log_axis
+from dashboard.figures.text_width import bottom_margin, label_margin, side_margin
 from dashboard.figures.theme import TEMPLATE, distinct_colours, empty_figure
 
 GROUP_NOUNS = {"name": "kernel", "op": "launching op", "layer": "layer"}
@@ -157,7 +158,8 @@ def top_kernels_figure(summary: pl.DataFrame, top_n: int = 20, selected: Collect
     return fast_figure(data, {
         "title": {"text": title or default_title},
         "height": figure_height(top.height, any("<br>" in label for label in labels)),
-        "margin": {"l": 10, "r": 50, "t": 64, "b": 48}, "clickmode": "event", "dragmode": False, "bargap": 0.25,
+        "margin": {"l": label_margin(labels), "r": 50, "t": 64, "b": 48}, "clickmode": "event", "dragmode": False,
+        "bargap": 0.25,
         "xaxis": {"title": {"text": x_title}, "rangemode": "tozero"},
         "yaxis": {"autorange": "reversed", "automargin": True, "categoryorder": "array", "categoryarray": labels},
     })
@@ -187,13 +189,14 @@ def duration_scatter_figure(summary: pl.DataFrame, selected: Collection[str] = (
         "selectedpoints": selected_points(keys, selected),
         "selected": {"marker": {"opacity": 1.0}}, "unselected": {"marker": {"opacity": 0.15}},
     }
+    y_axis = log_axis(min(means), max(means), unit, SCATTER_HEIGHT_PX, horizontal=False)
     return fast_figure([points], {
         "title": {"text": f"Mean duration vs launches per {noun} (area = total time)"},
         "dragmode": "select", "clickmode": "event+select", "height": 420,
+        "margin": {"l": side_margin(y_axis["ticktext"], titled=True), "b": bottom_margin(titled=True)},
         "xaxis": {**log_axis(min(counts), max(counts), length_px=SCATTER_WIDTH_PX, si=True),
                   "title": {"text": "launches (count)"}},
-        "yaxis": {**log_axis(min(means), max(means), unit, SCATTER_HEIGHT_PX, horizontal=False),
-                  "title": {"text": f"mean duration ({unit})"}},
+        "yaxis": {**y_axis, "title": {"text": f"mean duration ({unit})"}},
     })
 
 

@@ -7,6 +7,7 @@ numbers per box, plus at most a few dozen outliers per box, to the browser.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import plotly.graph_objects as go
@@ -14,6 +15,7 @@ import polars as pl
 
 from dashboard.analysis.units import format_flops_rate, time_unit_for
 from dashboard.figures.kernels import fast_figure
+from dashboard.figures.text_width import label_margin
 from dashboard.figures.theme import PASS_COLOURS, empty_figure
 
 PASS_LABELS = {"forward": "forward", "backward": "backward", "optimizer": "optimizer", "unattributed": "unattributed",
@@ -111,12 +113,16 @@ def layer_box_figure(stats: pl.DataFrame, metric: str = "time", outliers: pl.Dat
                      "name": "FLOPs unknown", "marker": {"symbol": "x-thin-open", "size": 10, "color": "#868e96",
                                                          "line": {"width": 2}},
                      "hovertemplate": "%{x}: FLOPs unknown, no throughput<extra></extra>"})
+    slanted = len(layers) > 8
     layout: dict[str, Any] = {
         "title": {"text": title}, "boxmode": "group", "height": 440, "clickmode": "event",
         "legend": {"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom"},
-        "margin": {"l": 60, "r": 80 if peak else 20, "t": 60, "b": 40},
+        # Below: the layer names, slanted when many (their height then grows with their width); reserved so
+        # plotly draws once instead of growing the margin and drawing again.
+        "margin": {"l": 66, "r": 80 if peak else 20, "t": 60,
+                   "b": max(40, math.ceil(0.65 * label_margin(layers, least=0) + 20)) if slanted else 40},
         "xaxis": {"categoryorder": "array", "categoryarray": layers, "automargin": True,
-                  "tickangle": -40 if len(layers) > 8 else 0},
+                  "tickangle": -40 if slanted else 0},
         "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
         "annotations": annotations, "shapes": highlight_shapes(layers, selected),
     }

@@ -22,6 +22,7 @@ from plotly.subplots import make_subplots
 
 from dashboard.analysis import memory as analysis
 from dashboard.analysis.units import bytes_unit_for, format_bytes
+from dashboard.figures.text_width import label_margin
 from dashboard.figures.theme import TEMPLATE, colour_for, empty_figure
 
 _RANGE_FILL = "rgba(0, 114, 178, 0.10)"
@@ -281,10 +282,12 @@ def top_growth_figure(growth: pl.DataFrame, *, per_bank: bool = True, selected_o
     layout: dict = {"template": TEMPLATE, "title": {"text": title}, "showlegend": False,
                     "height": 130 + plot_height, "margin": {"t": 90}}
     top = plot_height
+    all_labels: list[str] = []
     for row, (bt, bars) in enumerate(zip(kinds, panels, strict=True), start=1):
         divisor, unit = bytes_unit_for(float(bars[column].max() or 0))
         labels = [f"#{i} {op or '?'}" + (f" ({loc})" if loc else "") for i, op, loc in
                   bars.select("op_index", "mlir_op", "loc").iter_rows()]
+        all_labels += labels
         outline = [2 if i == selected_op else 0 for i in bars["op_index"]]
         axis = _axis(row)
         traces.append({
@@ -304,4 +307,5 @@ def top_growth_figure(growth: pl.DataFrame, *, per_bank: bool = True, selected_o
                             "showarrow": False, "font": {"size": 14}})
         top = bottom - gap
     layout["annotations"] = annotations
+    layout["margin"]["l"] = label_margin(all_labels, least=60)
     return go.Figure({"data": traces, "layout": layout})

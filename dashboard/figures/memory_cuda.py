@@ -96,7 +96,7 @@ def curves_figure(curves: dict[str, pl.DataFrame], origin_ns: int, peak: Peak | 
     # Short axis titles: what the curves count from (0 at the trace start for a trace without allocator
     # totals) is said in the page's note, not in a sentence the axis would clip.
     figure.update_layout(template=TEMPLATE, height=640 if rows == 3 else 460 if rows == 2 else 400,
-                         margin={"l": 70, "r": 20, "t": 56, "b": 48},
+                         margin={"l": 70, "r": 20, "t": 62, "b": 48},  # t: the legend above the plot
                          legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.0, "yanchor": "bottom",
                                  "font": {"size": 11}},
                          hovermode="closest", dragmode="zoom", uirevision="memory-cuda")

@@ -27,6 +27,7 @@ from dashboard.figures.planner_graph import (
     dot_graph_elements,
     op_label,
 )
+from dashboard.figures.text_width import label_margin
 from dashboard.figures.theme import MEMORY_COLOURS, TEMPLATE, empty_figure
 
 __all__ = [
@@ -150,7 +151,10 @@ def liveness_timeline(
     plot_px = height - 90 - 48 - legend_px
     figure.update_layout(
         xaxis2={"matches": "x", "overlaying": "x", "side": "top", "ticks": "outside", "showgrid": False},
-        height=height, margin={"l": 140, "t": 90, "b": 48 + legend_px},
+        # Right: the size colour bar (12 px, its labels, its title); bottom: the hatching key under the axis title.
+        # Reserved here, so plotly draws once instead of growing the margins and drawing again.
+        height=height, margin={"l": 140, "t": 90, "b": 48 + legend_px + (14 if legend_px else 0),
+                               "r": 60 + label_margin([f"{largest:,}", unit])},
         # Under the bottom axis's title, left-aligned: above the plot it met the title in a half-width card.
         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -(64 / plot_px), "yanchor": "top"})
     figure.update_xaxes(title_text="operation id", selector={"side": None})

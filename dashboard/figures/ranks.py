@@ -12,6 +12,7 @@ import polars as pl
 
 from dashboard.analysis.units import time_unit_for
 from dashboard.figures.kernels import fast_figure
+from dashboard.figures.text_width import label_margin
 from dashboard.figures.theme import empty_figure
 
 ROW_PX = 14  # per rank, so 256 ranks stay a scrollable but legible chart
@@ -45,7 +46,10 @@ def step_heatmap(steps: pl.DataFrame) -> go.Figure:
                          "<br>click to open on the timeline<extra></extra>",
     }
     layout = {
-        "height": heatmap_height(len(ranks)), "margin": {"l": 70, "r": 20, "t": 30, "b": 50},
+        # The right margin holds the colour bar (30 px, its labels and its title): reserved, plotly draws once.
+        "height": heatmap_height(len(ranks)),
+        "margin": {"l": 70, "r": 86 + label_margin([f"{max(v for v in flat if v is not None):.4g}"]), "t": 30,
+                   "b": 50},
         "xaxis": {"title": {"text": "profiler step"}, "type": "category"},
         "yaxis": {"title": {"text": "rank"}, "type": "category", "autorange": "reversed"},
     }

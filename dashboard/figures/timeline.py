@@ -9,6 +9,7 @@ run start in a unit fitted to the window.
 from __future__ import annotations
 
 import base64
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -19,6 +20,7 @@ import polars as pl
 
 from dashboard.analysis.timeline import MIN_WINDOW_NS, OVERLAY_GROUP, TimelineView
 from dashboard.analysis.units import bytes_unit_for, format_ns, window_span_text
+from dashboard.figures.text_width import text_px
 from dashboard.figures.theme import TEMPLATE, empty_figure
 from dashboard.figures.timeline_colours import STACK_COLOUR, colour_table, copy_colour
 from dashboard.figures.timeline_legend import LANE_LEGEND, LEGEND_PX, lane_legend, lane_legend_layout
@@ -276,7 +278,9 @@ def _figure_spec(view: TimelineView, title: str, colour: str = "kernel") -> dict
         "uirevision": "timeline", "selectionrevision": f"{view.start_ns}-{view.end_ns}",
         "dragmode": "zoom", "hovermode": "closest",
         "title": {"text": f"{title} · {_window_text(view)}"},
-        "margin": {"l": 150, "r": LEGEND_PX, "t": 100, "b": 100},
+        # The key's widest entry (or group title) sets the right margin, the copy legend under the axis the
+        # bottom one: reserved here, plotly draws the figure once instead of growing the margins and redrawing.
+        "margin": {"l": 150, "r": max(LEGEND_PX, _key_px(traces)), "t": 100, "b": 112},
         # Names inside bars only where they fit at a legible size (never shrunk to a smudge).
         "uniformtext": {"mode": "hide", "minsize": TEXT_SIZE - 2},
         # Legend (copy kinds) under the time axis title: the top edge holds the repeated time axis.
@@ -290,3 +294,12 @@ def _figure_spec(view: TimelineView, title: str, colour: str = "kernel") -> dict
                  "min_span": MIN_WINDOW_NS / axis.divisor,
                  "focus": _focus_range(view, axis)},
     }}
+
+
+def _key_px(traces: list[dict[str, Any]]) -> int:
+    """Right margin (px) for the lane key: its widest entry (marker, gap, name) or group title, padded."""
+    keyed = [trace for trace in traces if trace.get("legend") == LANE_LEGEND and trace.get("showlegend")]
+    names = [str(trace.get("name") or "") for trace in keyed]
+    titles = [str((trace.get("legendgrouptitle") or {}).get("text") or "") for trace in keyed]
+    return max([math.ceil(text_px(name) + 90) for name in names] + [math.ceil(text_px(t) + 52) for t in titles],
+               default=0)

@@ -259,6 +259,12 @@ SETTLED = """() => {
     }
     return performance.now() - window.__legibleSince > 800;
 }"""
+GROWN_MARGINS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
+    const full = plot._fullLayout, given = {...((full.template || {}).layout || {}).margin,
+                                            ...((plot.layout || {}).margin || {})};
+    return ['l', 'r', 't', 'b'].filter(side => given[side] !== undefined && full._size[side] > given[side] + 0.5)
+        .map(side => `${plot.parentElement.id}: margin ${side} ${given[side]} grew to ${full._size[side]}`);
+})"""
 DEMO_PAGES = [("/insights", "demo-training"), ("/kernels", "demo-training"), ("/layers", "demo-training"),
               ("/timeline", "demo-training"), ("/ranks", "demo-training"), ("/memory", "demo-memory"),
               ("/memory", "demo-training"), ("/planner", "demo-planner"), ("/compiler", "demo-compiler"),
@@ -276,5 +282,8 @@ def test_every_demo_page_reads(wide: Page, server, path: str, demo: str | None, 
     problems, counts = legibility(wide)
     assert problems == []
     assert path == "/" or (counts["charts"] >= 1 and counts["texts"] >= 5)  # something was measured
+    # Each chart reserved the room its labels, legends and colour bars need (figures.text_width): plotly's
+    # automargin had nothing to grow, so the chart was drawn once, not drawn, measured and drawn again.
+    assert wide.evaluate(GROWN_MARGINS_JS) == []
     assert wide.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
     assert console_errors == []
