@@ -59,6 +59,12 @@ def _dash_class() -> type[dash.Dash]:
     class DashWithoutPolyfill(dash.Dash):
         def interpolate_index(self, **kwargs: str) -> str:
             kwargs["scripts"] = _POLYFILL_SCRIPT.sub("", kwargs["scripts"])
+            # The renderer asks for the page's layout and the callbacks only once every script has run
+            # (~0.2 s warm, ~0.6 s on a first visit); fetched from the head instead, the server builds the
+            # layout while the browser compiles, and the renderer's own requests are served from these.
+            prefix = self.config.requests_pathname_prefix
+            kwargs["css"] += "".join(f'<link rel="preload" href="{prefix}{name}" as="fetch" crossorigin>'
+                                     for name in ("_dash-layout", "_dash-dependencies"))
             return super().interpolate_index(**kwargs)
 
     return DashWithoutPolyfill

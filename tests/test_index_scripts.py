@@ -39,3 +39,11 @@ def test_after_charts_is_served_before_dash_renderer_and_serialises_to_its_names
     wrapped = AfterCharts(html.Div("table"), id="late", min_height=420).to_plotly_json()
     assert wrapped["namespace"] == NAMESPACE and wrapped["type"] == "AfterCharts"
     assert wrapped["props"]["min_height"] == 420 and wrapped["props"]["id"] == "late"
+
+
+def test_the_head_preloads_the_layout_and_the_callbacks_under_the_path_prefix(tmp_path: Path) -> None:
+    app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    head = app.server.test_client().get("/kernels").get_data(as_text=True).split("</head>")[0]
+    preloads = re.findall(r'<link rel="preload" href="([^"]+)" as="fetch" crossorigin>', head)
+    prefix = app.config.requests_pathname_prefix
+    assert preloads == [f"{prefix}_dash-layout", f"{prefix}_dash-dependencies"]

@@ -212,3 +212,22 @@ def test_charts_zip_downloads_a_zip_of_the_pages_charts(page: Page, server, tmp_
     download.save_as(target)
     names = zipfile.ZipFile(target).namelist()
     assert len(names) == 2 and all(name.endswith(".png") for name in names)
+
+
+def test_the_layout_is_fetched_once_from_the_head_while_the_scripts_load(page: Page, server, console_errors) -> None:
+    # The head preloads _dash-layout and _dash-dependencies (app.interpolate_index); the renderer's own
+    # requests are served from those: one request each, sent before the renderer could have asked.
+    run = next(info.id for info in RunStore(server.data_dir).list_runs() if info.id.startswith("demo-training-"))
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url.split("?")[0].rsplit("/", 1)[-1]))
+    page.goto(f"{server.url}/kernels?run={run}")
+    wait_for_dash(page)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=20_000)
+    assert asked.count("_dash-layout") == 1 and asked.count("_dash-dependencies") == 1
+    entries = page.evaluate("""() => performance.getEntriesByType('resource')
+        .filter(entry => entry.name.includes('/_dash-layout') || entry.name.includes('dash_renderer'))
+        .map(entry => [entry.name.includes('/_dash-layout') ? 'layout' : 'renderer', entry.initiatorType,
+                       entry.startTime])""")
+    starts = {name: (initiator, start) for name, initiator, start in entries}
+    assert starts["layout"][0] == "link" and starts["layout"][1] <= starts["renderer"][1] + 5
+    assert console_errors == []
