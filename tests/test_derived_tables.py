@@ -97,3 +97,26 @@ def test_a_set_is_written_whole_once_and_a_folder_that_cannot_hold_it_is_no_erro
     (blocked / DERIVED_DIR).write_text("a file where the folder would go")
     assert not write_derived(blocked, "set-1", frames)
     assert read_derived(blocked, "set-1") is None
+
+
+def test_the_timeline_is_indexed_from_lane_tables_kept_at_ingest(trace: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from dashboard.analysis import timeline_kept
+    from dashboard.analysis.timeline import TIMELINE_TABLES, prepare_timeline
+
+    store = RunStore(tmp_path / "data")
+    run_id = ingest_paths(store, [trace])
+    run = _fresh(store, run_id)
+    assert run.derived(timeline_kept.KEPT_NAME) is not None
+    computed = prepare_timeline(*(run.frame(table) for table in TIMELINE_TABLES))
+
+    def computing(*args):
+        raise AssertionError("kept lane tables must be read, not built again")
+
+    monkeypatch.setattr(timeline_kept, "lane_tables", computing)
+    read = timeline_kept.run_timeline(run)
+    for part in ("events", "lanes", "names", "copies"):
+        assert_frame_equal(getattr(read, part), getattr(computed, part))
+    assert (read.start_ns, read.end_ns, sorted(read.indexes)) == (computed.start_ns, computed.end_ns,
+                                                                    sorted(computed.indexes))
+    assert all((read.indexes[lane].rows == computed.indexes[lane].rows).all() for lane in computed.indexes)

@@ -167,17 +167,28 @@ def _event_names(events: pl.DataFrame) -> pl.DataFrame:
     ).select("code", "name", "kind", "key", "short", "klass")
 
 
-def prepare_timeline(kernels: pl.DataFrame, memcpy: pl.DataFrame, ranges: pl.DataFrame,
-                     stack: pl.DataFrame, api_calls: pl.DataFrame | None = None) -> TimelineData:
-    """Index a run's canonical tables for timeline views."""
+def lane_tables(kernels: pl.DataFrame, memcpy: pl.DataFrame, ranges: pl.DataFrame,
+                api_calls: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
+    """The costly part of indexing a run (lane events, lanes, names: most of it at a million kernels), as
+    frames a run can keep (analysis.timeline_kept): events (lane, kind, code, ... rank), lanes, names."""
     events = lane_events(kernels, memcpy, ranges, api_calls)
-    frames = stack_frames(stack, ranges)
-    tracks, functions = stack_tracks(frames)
     lanes = lane_table(events)
     names = _event_names(events)
     events = events.join(lanes.select("lane", *LANE_KEY), on=LANE_KEY, how="left", nulls_equal=True).select(
         "lane", "kind", pl.col("name").cast(pl.Enum(names.get_column("name"))).to_physical().cast(pl.Int64)
         .alias("code"), "category", "start_ns", "end_ns", "bytes", "flops", "depth", "correlation", "rank")
+    return {"events": events, "lanes": lanes, "names": names}
+
+
+def prepare_timeline(kernels: pl.DataFrame, memcpy: pl.DataFrame, ranges: pl.DataFrame,
+                     stack: pl.DataFrame, api_calls: pl.DataFrame | None = None,
+                     tables: dict[str, pl.DataFrame] | None = None) -> TimelineData:
+    """Index a run's canonical tables for timeline views (from its `lane_tables` when they were kept)."""
+    if tables is None:
+        tables = lane_tables(kernels, memcpy, ranges, api_calls)
+    events, lanes, names = tables["events"], tables["lanes"], tables["names"]
+    frames = stack_frames(stack, ranges)
+    tracks, functions = stack_tracks(frames)
     lane = events.get_column("lane").to_numpy()
     starts, ends = events.get_column("start_ns").to_numpy(), events.get_column("end_ns").to_numpy()
     codes = events.get_column("code").to_numpy()

@@ -3,8 +3,8 @@
 Every process that serves the run then reads them instead of computing them on its first visit: a team
 server's workers are separate processes, and a new run is every user's default page at once. Today: the
 GPU-time tables of /insights, `report` and the findings (idle gaps and their causes: seconds at a million
-kernels). An analysis that fails is logged and left to the pages, which compute it as before: it never
-costs the user the run.
+kernels) and the timeline's lane tables (analysis.timeline_kept). An analysis that fails is logged and
+left to the pages, which compute it as before: it never costs the user the run.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from dashboard import schema
 from dashboard.analysis.insights import run_time_tables
+from dashboard.analysis.timeline_kept import keep_lane_tables
 from dashboard.collectors.base import ProgressFn
 from dashboard.store import Run, RunInfo
 
@@ -29,8 +30,10 @@ def keep_analyses(staging: Path, name: str, row_counts: dict[str, int], metadata
                       schema_version=schema.SCHEMA_VERSION, size_bytes=0, metadata=metadata))
     if not (run.has("kernels") or run.has("memcpy")):
         return
-    progress(None, "analysing GPU time (idle gaps and their causes)")
-    try:
-        run_time_tables(run)
-    except Exception:
-        log.exception("the GPU-time tables of %s were not kept at ingest; pages will compute them", name)
+    for step, analysis in (("analysing GPU time (idle gaps and their causes)", run_time_tables),
+                           ("laying out the timeline", keep_lane_tables)):
+        progress(None, step)
+        try:
+            analysis(run)
+        except Exception:  # the pages compute it themselves: an analysis must never cost the run
+            log.exception("%s of %s: not kept at ingest; the pages will compute it", step, name)

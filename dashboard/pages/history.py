@@ -16,12 +16,12 @@ from dash import Input, Output, State, callback, dcc, html
 from dash.exceptions import PreventUpdate
 
 from dashboard.analysis.compare_history import predecessor, series_runs
-from dashboard.figures.compare_history import history_figure, run_from_click
+from dashboard.figures.compare_history import run_from_click
 from dashboard.layouts.page import chart, page_header, page_href
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
-from dashboard.views.history import history
+from dashboard.views.history import history_chart
 from dashboard.views.text import counted
 
 dash.register_page(__name__, path="/history", name="History", order=8, title="History · dashboard")
@@ -64,7 +64,7 @@ def render(run_ids: list[str]) -> tuple[Any, list[Any]]:
             for position, run in enumerate(runs)]
     table = dbc.Table([html.Thead(html.Tr([html.Th("#"), html.Th("run"), html.Th("created"), html.Th("compare")])),
                        html.Tbody(rows)], size="sm", striped=True, className="small", id="history-runs")
-    return history_figure(history(runs), ids), [table]
+    return history_chart(tuple(runs)), [table]
 
 
 def layout(runs: str | None = None, name: str | None = None, run: str | None = None, **_query: Any) -> html.Div:

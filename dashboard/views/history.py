@@ -4,6 +4,7 @@ run's cached views."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
@@ -12,8 +13,11 @@ from dashboard.analysis.compare_history import BUSY, HISTORY_SCHEMA, KERNEL, MEM
 from dashboard.analysis.compare_passes import busy_totals
 from dashboard.analysis.kernel_names import kernel_labels
 from dashboard.analysis.rank_steps import step_time
+from dashboard.figures.compare_history import history_figure
+from dashboard.figures.plain import plain
 from dashboard.store import Run
 from dashboard.views import run_views
+from dashboard.views.cache import per_run
 
 
 def _run_rows(position: int, run: Run, kernel_totals: dict[str, int]) -> list[dict]:
@@ -44,13 +48,20 @@ def history(runs: Sequence[Run], top_kernels: int = TOP_KERNELS) -> pl.DataFrame
     totals = {run.id: dict(run_views.kernel_view(run, None, None, "name").summary.select("group", "total_ns").rows())
               for run in runs if run.has_evidence("kernels")}
     overall: dict[str, int] = {}
-    for per_run in totals.values():
-        for name, total in per_run.items():
+    for run_totals in totals.values():
+        for name, total in run_totals.items():
             overall[name] = overall.get(name, 0) + int(total)
     top = sorted(overall, key=lambda name: (-overall[name], name))[:top_kernels]
     labels = kernel_labels(top)
     rows = []
     for position, run in enumerate(runs):
-        per_run = totals.get(run.id, {})
-        rows += _run_rows(position, run, {labels[name]: per_run[name] for name in top if name in per_run})
+        run_totals = totals.get(run.id, {})
+        rows += _run_rows(position, run, {labels[name]: run_totals[name] for name in top if name in run_totals})
     return pl.DataFrame(rows, schema=HISTORY_SCHEMA)
+
+
+@per_run(8)
+def history_chart(runs: tuple[Run, ...]) -> dict[str, Any]:
+    """The trend of a series of runs as the page sends it: built once per series of opened runs (a run whose
+    run.json changes is a new Run object, so a new series), a plain dict shared by every load (never mutate)."""
+    return plain(history_figure(history(runs), [run.id for run in runs]))

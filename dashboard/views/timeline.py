@@ -35,6 +35,7 @@ from dashboard.analysis.timeline import timeline_view as build_view
 from dashboard.analysis.timeline_details import EventRef, find_event
 from dashboard.analysis.timeline_flows import event_links, launch_links, targets_starting, window_flows
 from dashboard.analysis.timeline_index import bucket_edges
+from dashboard.analysis.timeline_kept import run_timeline
 from dashboard.analysis.timeline_search import MAX_PATTERN, SearchResult, search, search_index
 from dashboard.analysis.units import format_ns
 from dashboard.collectors.gc_pause import gc_paused
@@ -109,8 +110,7 @@ def _many_ranks(run: Run) -> bool:
 
 @per_run(maxsize=4)
 def _prepared(run: Run, rank: int | None) -> TimelineData:
-    data = one_rank_timeline(run, rank) if rank is not None else prepare_timeline(
-        *(run.frame(table) for table in TIMELINE_TABLES))
+    data = one_rank_timeline(run, rank) if rank is not None else run_timeline(run)
     # The search index and the launch pairs (~0.3 s each at 1 M kernels) are built in the background once
     # the first view has had the CPU (DERIVE_AFTER_S), so neither the first render nor the first search or
     # click waits for both; whoever needs one before it is ready builds it (or waits for the build).
