@@ -23,6 +23,7 @@ from dashboard.collectors.triton_ir import headers as ir_headers
 from dashboard.collectors.triton_ws import blocks as triton_ws_blocks
 from dashboard.collectors.triton_ws import collector as triton_ws
 from dashboard.collectors.triton_ws import semantics as triton_ws_semantics
+from dashboard.figures import text_width
 from tests.support.fuzz_outcomes import time_limit
 
 # A backstop for a hang inside C code, which the per-case SIGALRM cannot interrupt (thread method: the
@@ -54,6 +55,9 @@ CASES: dict[str, Callable[[], object]] = {
     "dot ports": _dot("digraph G {\n a" + " : p" * (N // 4) + " : \n}"),
     "dot blanks and semicolons": _dot("digraph G {" + " ;" * (N // 2) + " !"),
     "dot numerals": _dot("digraph G {\n a [k=" + "1." * (N // 2) + "]\n}"),
+    # A chart label's width (figures.text_width): its markup and line breaks over kernel names and run ids.
+    "chart label markup unclosed": lambda: text_width.text_px("<" * N),
+    "chart label tags and breaks": lambda: text_width.text_px("<b" + "<br " * (N // 4) + "x"),
     # An allocator snapshot's opcode walk: a possessive run of fixed-length pieces, then an over-long
     # length-prefixed string it must stop before.
     "snapshot opcode run": lambda: snapshot_bounded._FIXED_RUN.match(b"K\x01" * (N // 2) + b"\x8c\xff"),
@@ -124,6 +128,7 @@ def test_every_python_regex_module_is_audited() -> None:
         "views/tinygrad.py",  # an ANSI colour code: ESC [ digits-and-semicolons m
         "collectors/torch_snapshot/bounded.py",  # the opcode run, checked above
         "collectors/kineto/ranges.py", "collectors/triton_ir/headers.py",
+        "figures/text_width.py",  # chart labels' markup and line breaks, checked above
         # Possessive or single-path patterns over disjoint character classes, literals, or tokens
         # that cannot overlap (one alternative per first character): linear as written.
         "analysis/compiler_memory.py", "collectors/failures.py", "collectors/triton_ir/bodies.py",
