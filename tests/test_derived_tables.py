@@ -120,3 +120,9 @@ def test_the_timeline_is_indexed_from_lane_tables_kept_at_ingest(trace: Path, tm
     assert (read.start_ns, read.end_ns, sorted(read.indexes)) == (computed.start_ns, computed.end_ns,
                                                                     sorted(computed.indexes))
     assert all((read.indexes[lane].rows == computed.indexes[lane].rows).all() for lane in computed.indexes)
+
+
+def test_a_run_deleted_while_its_tables_are_computed_does_not_come_back(tmp_path: Path) -> None:
+    gone = tmp_path / "runs" / "deleted-run"
+    assert not write_derived(gone, "set-1", {"a": pl.DataFrame({"x": [1]})})
+    assert not gone.exists()

@@ -47,7 +47,9 @@ def write_derived(run_path: Path, name: str, frames: Mapping[str, pl.DataFrame])
         return False
     temporary = parent / f".{name}-{uuid.uuid4().hex}.tmp"
     try:
-        temporary.mkdir(parents=True)
+        # Never `parents=True`: a run deleted meanwhile must not come back as a folder holding only these.
+        parent.mkdir(exist_ok=True)
+        temporary.mkdir()
         for part, frame in frames.items():
             frame.write_ipc(temporary / f"{part}.arrow", compression="lz4")
         (temporary / _COMPLETE).write_text("")
