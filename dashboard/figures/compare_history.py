@@ -69,7 +69,7 @@ def history_figure(frame: pl.DataFrame, run_ids: list[str]) -> go.Figure:
         # Right: the legend's widest entry; below: the run ids under the last axis and its title. Reserved so
         # plotly draws once instead of growing the margins and drawing again.
         margin={"t": 100, "l": 90, "b": bottom_margin(titled=True),
-                "r": math.ceil(max(text_px(str(trace.name)) for trace in figure.data) + 70)})
+                "r": math.ceil(max((text_px(str(trace.name)) for trace in figure.data), default=0) + 70)})
     return figure
 
 

@@ -48,8 +48,8 @@ def step_heatmap(steps: pl.DataFrame) -> go.Figure:
     layout = {
         # The right margin holds the colour bar (30 px, its labels and its title): reserved, plotly draws once.
         "height": heatmap_height(len(ranks)),
-        "margin": {"l": 70, "r": 86 + label_margin([f"{max(v for v in flat if v is not None):.4g}"]), "t": 30,
-                   "b": 50},
+        "margin": {"l": 70, "r": 86 + label_margin([f"{max((v for v in flat if v is not None), default=0):.4g}"]),
+                   "t": 30, "b": 50},
         "xaxis": {"title": {"text": "profiler step"}, "type": "category"},
         "yaxis": {"title": {"text": "rank"}, "type": "category", "autorange": "reversed"},
     }
