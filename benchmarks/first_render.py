@@ -123,10 +123,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(data_dir: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:
+def start_server(data_dir: Path, port: int, log_path: Path, tree: Path = REPO) -> subprocess.Popen[bytes]:
+    """`python -m dashboard.app` of the checkout at `tree` on `data_dir`, once it answers /health."""
     log = open(log_path, "w")  # noqa: SIM115 (lives as long as the server)
     server = subprocess.Popen([sys.executable, "-m", "dashboard.app", "--data", str(data_dir), "--port", str(port),
-                               "--no-demo"], stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+                               "--no-demo"], stdout=log, stderr=subprocess.STDOUT, cwd=tree,
+                              env={**os.environ, "PYTHONPATH": str(tree)})
     for _ in range(240):
         if server.poll() is not None:
             break

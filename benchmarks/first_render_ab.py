@@ -16,31 +16,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.first_render import build_store, free_port, measure  # noqa: E402
-
-
-def serve(tree: Path, data_dir: Path, port: int) -> subprocess.Popen[bytes]:
-    server = subprocess.Popen([sys.executable, "-m", "dashboard.app", "--data", str(data_dir), "--port", str(port),
-                               "--no-demo"], cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(240):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
-            return server
-        except OSError:
-            time.sleep(0.5)
-    server.kill()
-    raise RuntimeError(f"the server of {tree} did not start")
+from benchmarks.first_render import build_store, free_port, measure, start_server  # noqa: E402
 
 
 def main() -> None:
@@ -68,7 +51,7 @@ def main() -> None:
         for _ in range(args.rounds):
             for side, tree in sides.items():
                 port = free_port()
-                server = serve(tree, data_dir, port)
+                server = start_server(data_dir, port, Path(folder) / f"{side}.log", tree)
                 try:
                     for row in measure(f"http://127.0.0.1:{port}", cases, args.reps, False):
                         key = f"{row['case'].label} {row['case'].path}"

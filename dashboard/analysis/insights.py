@@ -59,15 +59,17 @@ class Insights:
         return self.time.launch
 
 
+def _kernels(run: Run) -> pl.DataFrame:
+    return breakdown.read_columns(run, "kernels", KERNEL_COLUMNS).with_columns(pl.col("rank").cast(pl.Int32))
+
+
 def _kernel_side(run: Run) -> tuple[pl.DataFrame, ...]:
-    kernels = breakdown.read_columns(run, "kernels", KERNEL_COLUMNS)
     memcpy = breakdown.read_columns(run, "memcpy", MEMCPY_COLUMNS)
     api_calls = breakdown.read_columns(run, "api_calls", API_COLUMNS)
     # CPU ranges only (ops, annotations, steps): what the host was doing while the GPU idled.
     ranges = run.scan("ranges").filter(pl.col("device").is_null()).select(RANGE_COLUMNS).collect() \
         if run.has("ranges") else breakdown.read_columns(run, "ranges", RANGE_COLUMNS)
-    return (kernels.with_columns(pl.col("rank").cast(pl.Int32)), memcpy.with_columns(pl.col("rank").cast(pl.Int32)),
-            api_calls, ranges)
+    return _kernels(run), memcpy.with_columns(pl.col("rank").cast(pl.Int32)), api_calls, ranges
 
 
 def run_breakdown(run: Run) -> pl.DataFrame:
@@ -80,8 +82,7 @@ def run_time_tables(run: Run) -> TimeTables:
     ingest) computed them first, read from there by every other (time_tables.KEPT_NAME)."""
     kept = run.derived(KEPT_NAME)
     if kept is not None:
-        tables = from_kept(run.id, kept, breakdown.read_columns(run, "kernels", KERNEL_COLUMNS).with_columns(
-            pl.col("rank").cast(pl.Int32)))
+        tables = from_kept(run.id, kept, _kernels(run))
         if tables is not None:
             return tables
     tables = time_tables(run.id, *_kernel_side(run))

@@ -17,24 +17,16 @@ KEPT_NAME = "timeline-1"
 _PARTS = {"events", "lanes", "names"}
 
 
-def _kept(run: Run) -> dict[str, pl.DataFrame] | None:
+def keep_lane_tables(run: Run) -> dict[str, pl.DataFrame]:
+    """The run's lane tables: those kept beside it, else computed from its tables and kept now."""
     kept = run.derived(KEPT_NAME)
-    return kept if kept is not None and set(kept) >= _PARTS else None
-
-
-def keep_lane_tables(run: Run) -> None:
-    """Compute and keep the run's lane tables, unless they are kept already."""
-    if _kept(run) is None:
-        kernels, memcpy, ranges, _stack, api_calls = (run.frame(table) for table in TIMELINE_TABLES)
-        run.keep_derived(KEPT_NAME, lane_tables(kernels, memcpy, ranges, api_calls))
+    if kept is not None and set(kept) >= _PARTS:
+        return kept
+    tables = lane_tables(*(run.frame(table) for table in ("kernels", "memcpy", "ranges", "api_calls")))
+    run.keep_derived(KEPT_NAME, tables)
+    return tables
 
 
 def run_timeline(run: Run) -> TimelineData:
     """The whole run's timeline index, from its kept lane tables (kept now when there were none)."""
-    frames = [run.frame(table) for table in TIMELINE_TABLES]
-    tables = _kept(run)
-    if tables is None:
-        kernels, memcpy, ranges, _stack, api_calls = frames
-        tables = lane_tables(kernels, memcpy, ranges, api_calls)
-        run.keep_derived(KEPT_NAME, tables)
-    return prepare_timeline(*frames, tables=tables)
+    return prepare_timeline(*(run.frame(table) for table in TIMELINE_TABLES), tables=keep_lane_tables(run))

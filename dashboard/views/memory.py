@@ -148,7 +148,7 @@ def growth_figure(run: Run, state: State) -> dict[str, Any]:
 @per_run(16)
 def growth_dict(data: MemoryData, ops: tuple[int, int] | None, programs: tuple[str, ...], per_bank: bool,
                 op: int | None) -> dict[str, Any]:
-    """The growth bars of a state as plain JSON values (never mutate: callers copy)."""
+    """The growth bars of a state as plain JSON values (shared: never mutate)."""
     growth = analysis.growth_view(data, ops, programs)
     where = f"ops {ops[0]:,}–{ops[1]:,}" if ops else "whole run"
     if programs:
