@@ -31,7 +31,12 @@ def test_resident_memory_levels_off_under_the_budget_across_runs(tmp_path: Path)
     rss = [line["rss_mb"] for line in lines]
     print("RSS after each run (MB):", rss)
     assert max(rss) <= BUDGET_MB * 1.1, rss
-    assert rss[-1] - rss[3] <= 60, f"still growing with every run: {rss}"
+    # Levels off: the last three runs against runs 4-6, four runs earlier. The defect grew ~40-60 MB a run at
+    # this size (~150-250 MB between these windows); the allocator alone moves one reading by up to ~65 MB
+    # (seen before and after the kept analyses: 64 MB between run 4 and run 10 once, on a CI run), so it is
+    # the windows' means that are compared, never two single readings.
+    growth = sum(rss[-3:]) / 3 - sum(rss[3:6]) / 3
+    assert growth <= 100, f"still growing with every run: {rss}"
 
 
 def test_the_cache_keeps_the_most_recently_used_within_its_bytes() -> None:
