@@ -51,7 +51,7 @@ def compare_memory_figure(curves: pl.DataFrame, peaks: pl.DataFrame, parted: dic
         # B wide and pale under A thin and dark: where the curves agree both stay visible.
         for suffix, label, colour, width in (("b", f"B ({b})", COLOUR_B, 5), ("a", f"A ({a})", COLOUR_A, 1.5)):
             side = _thinned(mine.filter(pl.col(f"allocated_{suffix}").is_not_null()), f"allocated_{suffix}")
-            figure.add_trace(go.Scattergl(
+            figure.add_trace(go.Scatter(
                 x=side.get_column("position").to_list(),
                 y=(side.get_column(f"allocated_{suffix}") / divisor).to_list(), mode="lines",
                 line={"color": colour, "width": width, "shape": "hv"}, name=label,

@@ -136,3 +136,19 @@ def test_every_chart_uses_only_trace_types_of_the_bundle(demo_store: RunStore) -
                 used |= {trace.type for trace in figure.data}
     bundled = {trace.strip() for trace in _bundle()[1]["traces"].split(",")}
     assert used and used <= bundled, used - bundled
+
+
+# Every plotly trace class the figures construct, e.g. "go.Scattergl(" or "go.Bar(".
+TRACE_CLASS = re.compile(r"\bgo\.(?P<name>[A-Z][A-Za-z0-9]*)\(")
+NOT_TRACES = {"Figure", "Layout", "FigureWidget"}
+
+
+def test_no_figure_module_builds_a_trace_the_bundle_lacks() -> None:
+    # The demo's pages do not draw every figure (a Tenstorrent compare, say); the source does name them.
+    source = Path(__file__).resolve().parents[2] / "dashboard"
+    bundled = {trace.strip() for trace in _bundle()[1]["traces"].split(",")}
+    built = {(path.name, match["name"].lower()) for path in source.rglob("*.py")
+             for match in TRACE_CLASS.finditer(path.read_text(encoding="utf-8"))
+             if match["name"] not in NOT_TRACES}
+    assert built, "no trace classes found: the pattern no longer matches the source"
+    assert {pair for pair in built if pair[1] not in bundled} == set()
