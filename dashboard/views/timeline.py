@@ -41,6 +41,7 @@ from dashboard.analysis.units import format_ns
 from dashboard.collectors.gc_pause import gc_paused
 from dashboard.figures.timeline import TimeAxis, timeline_figure_dict
 from dashboard.figures.timeline_colours import COLOUR_MODES
+from dashboard.figures.timeline_overlays import HEADED_FLOWS
 from dashboard.store import Run
 from dashboard.views import params
 from dashboard.views.cache import per_run
@@ -176,6 +177,9 @@ def _flows_note(mode: str, count: int, drawn: int, starting: int | None = None) 
                 "(turn them on, or zoom in)")
     if drawn < count:
         return f"{drawn:,} of {count:,} launch arrows in this window drawn (at most {MAX_FLOWS:,})"
+    if drawn > HEADED_FLOWS:
+        return (f"{count:,} launch arrows in this window (API call → kernel or copy), drawn as lines: "
+                f"heads above {HEADED_FLOWS:,} would merge (zoom in, or select an event for its arrows)")
     return f"{count:,} launch arrows in this window (API call → kernel or copy)"
 
 

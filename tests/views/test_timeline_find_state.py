@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from dashboard.figures.timeline_overlays import HEADED_FLOWS
 from dashboard.store import Run, RunStore
 from dashboard.views import timeline as view
 from dashboard.views.timeline_details import clicked_event, details_pane
@@ -61,9 +62,26 @@ def test_whole_window_flows_are_off_above_two_thousand_unless_asked(run: Run) ->
     assert auto.flows_note.startswith("4,000 launch arrows in this window: more than 2,000, so off by default")
     on = view.drawn(run, view.State.from_query({"flows": "on"}, run))
     assert on.view.flows.height == 4_000
-    assert on.flows_note == "4,000 launch arrows in this window (API call → kernel or copy)"
+    assert on.flows_note.startswith("4,000 launch arrows in this window (API call → kernel or copy), drawn as lines")
     zoomed = view.drawn(run, view.State.from_query({"window": f"{EPOCH_NS}-{EPOCH_NS + 1_000_000}"}, run))
     assert 0 < zoomed.view.flows.height <= 2_000
+
+
+def _window_arrows(drawn: view.Drawn) -> dict:
+    (trace,) = [t for t in drawn.figure["data"] if (t.get("meta") or {}).get("kind") == "window"]
+    return trace
+
+
+def test_many_window_arrows_are_drawn_without_heads(run: Run) -> None:
+    # Heads cost plotly an SVG element each and merge into a haze when dense; lines stay one path.
+    many = view.drawn(run, view.State.from_query({"flows": "on"}, run))
+    assert _window_arrows(many)["mode"] == "lines" and "marker" not in _window_arrows(many)
+    few_window = f"{EPOCH_NS}-{EPOCH_NS + 40_000}"
+    few = view.drawn(run, view.State.from_query({"flows": "on", "window": few_window}, run))
+    assert 0 < few.view.flows.height <= HEADED_FLOWS
+    arrows = _window_arrows(few)
+    assert arrows["mode"] == "lines+markers" and arrows["marker"]["symbol"] == "arrow"
+    assert few.flows_note == f"{few.view.flows.height:,} launch arrows in this window (API call → kernel or copy)"
 
 
 def test_a_click_names_its_event_and_the_pane_shows_it(run: Run) -> None:
