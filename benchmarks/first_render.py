@@ -22,6 +22,10 @@ to the animation frame that paints the moment (the README's definition): "charts
 drawn (every plotly graph has its SVG, the page's own marker is there: the IR of /compiler, the planner's
 graph canvas, the Runs page's rows); "all", every table's rows drawn too. Medians over `--reps`.
 
+The first row is the reference: benchmarks/bare_dash.py, a bare Dash app with the same plotly.js bundle and
+one 3-bar chart, timed the same way (the floor that Dash, React and plotly set on this machine before any
+page of the dashboard adds its own work).
+
 Targets (issue 34): charts drawn <= 0.5 s warm and <= 1 s cold. The load average is printed beside the
 figures: the machine is shared, and a loaded machine measures slower.
 """
@@ -105,6 +109,9 @@ SAMPLES = (
     ("matmul-softmax-ir", ["triton_ir/matmul_softmax.mlir_dump.txt.gz"]),
     ("ws-fa-bwd", ["ws/fa_bwd"]),
 )
+
+
+FLOOR_LABEL = "reference: bare Dash"  # benchmarks/bare_dash.py: one 3-bar chart, nothing of the dashboard
 
 
 @dataclass(frozen=True)
@@ -232,12 +239,16 @@ def report(rows: list[dict[str, Any]], reps: int, kernels: int, first: bool, sta
     for row in rows:
         case: Case = row["case"]
         cold_ok, warm_ok = row["cold_0"] <= COLD_TARGET_S, row["warm_0"] <= WARM_TARGET_S
-        misses += (not cold_ok) + (not warm_ok)
+        if case.label != FLOOR_LABEL:
+            misses += (not cold_ok) + (not warm_ok)
         print(f"{case.label:<24} {case.path:<10} "
               + "   ".join(f"{row[f'{label}_0']:12.2f} {row[f'{label}_1']:6.2f} {row[f'{label}_2']:6.2f}"
                          for label in labels)
               + f"  {'yes' if cold_ok else 'NO'} / {'yes' if warm_ok else 'NO'}")
-    print(f"\n{len(rows)} pages, {misses} figures over their target.\n"
+    pages = sum(row["case"].label != FLOOR_LABEL for row in rows)
+    print(f"\n{pages} pages, {misses} figures over their target.\n"
+          f"{FLOOR_LABEL}: benchmarks/bare_dash.py, the same Dash and plotly.js with one 3-bar chart and nothing\n"
+          "of the dashboard (what the stack alone costs on this machine: the floor under every page).\n"
           "cold: new browser profile (every script fetched and compiled, and the profile set up);\n"
           + ("first: a running browser whose HTTP and code caches were cleared (a first visit);\n" if first else "")
           + "warm: the page loaded twice before in the same browser.\n"
@@ -270,7 +281,30 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=20)
-    report(rows, args.reps, args.kernels, args.first, started_load)
+        floor = measure_floor(Path(folder), args.reps, args.first)
+    report(floor + rows, args.reps, args.kernels, args.first, started_load)
+
+
+def measure_floor(folder: Path, reps: int, first: bool) -> list[dict[str, Any]]:
+    """The reference row: benchmarks/bare_dash.py (Dash and plotly with one 3-bar chart) timed as a page."""
+    port = free_port()
+    log_path = folder / "bare-dash.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "bare_dash.py"), str(port)],
+                                  stdout=log, stderr=subprocess.STDOUT)
+        try:
+            for _ in range(120):
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
+                    break
+                except OSError:
+                    if server.poll() is not None:
+                        raise RuntimeError(f"bare_dash.py did not start:\n{log_path.read_text()}") from None
+                    time.sleep(0.5)
+            return measure(f"http://127.0.0.1:{port}", [Case(FLOOR_LABEL, "/kernels", None)], reps, first)
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
 
 
 if __name__ == "__main__":
