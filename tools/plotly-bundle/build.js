@@ -32,7 +32,12 @@ fs.writeFileSync(entry, [
     '',
 ].join('\n'));
 
+// V8's explicit compile hint (first line of the file): compile every function with the script, so the
+// code cache Chrome keeps for a returning visitor holds them all. Without it plotly's drawing code,
+// first called after the page's layout arrives, is compiled again on every page load (a page's first
+// chart took 73 ms instead of 37 on a warm visit, 2 cores; a first visit costs the same either way).
 const banner = [
+    '//# allFunctionsCalledOnLoad',
     '/**',
     `* plotly.js (dashboard: ${TRACES.join(', ')} - minified) v${version}`,
     '* Copyright 2012-2026, Plotly, Inc.',
