@@ -132,20 +132,24 @@ def free_port() -> int:
 
 def start_server(data_dir: Path, port: int, log_path: Path, tree: Path = REPO) -> subprocess.Popen[bytes]:
     """`python -m dashboard.app` of the checkout at `tree` on `data_dir`, once it answers /health."""
+    return _started([sys.executable, "-m", "dashboard.app", "--data", str(data_dir), "--port", str(port), "--no-demo"],
+                    f"http://127.0.0.1:{port}/health", log_path, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
+
+
+def _started(command: list[str], ready_url: str, log_path: Path, **popen: Any) -> subprocess.Popen[bytes]:
+    """`command` started with its output in `log_path`, once `ready_url` answers (its log in the error if never)."""
     log = open(log_path, "w")  # noqa: SIM115 (lives as long as the server)
-    server = subprocess.Popen([sys.executable, "-m", "dashboard.app", "--data", str(data_dir), "--port", str(port),
-                               "--no-demo"], stdout=log, stderr=subprocess.STDOUT, cwd=tree,
-                              env={**os.environ, "PYTHONPATH": str(tree)})
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **popen)
     for _ in range(240):
         if server.poll() is not None:
             break
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+            urllib.request.urlopen(ready_url, timeout=2)
             return server
         except OSError:
             time.sleep(0.5)
     server.kill()
-    raise RuntimeError(f"the server did not start:\n{log_path.read_text()}")
+    raise RuntimeError(f"{command[1:3]} did not start:\n{log_path.read_text()}")
 
 
 def timed_visit(context: Any, url: str, clear_cache: bool = False) -> tuple[float, float, float]:
@@ -288,23 +292,13 @@ def main() -> None:
 def measure_floor(folder: Path, reps: int, first: bool) -> list[dict[str, Any]]:
     """The reference row: benchmarks/bare_dash.py (Dash and plotly with one 3-bar chart) timed as a page."""
     port = free_port()
-    log_path = folder / "bare-dash.log"
-    with open(log_path, "w") as log:
-        server = subprocess.Popen([sys.executable, str(REPO / "benchmarks" / "bare_dash.py"), str(port)],
-                                  stdout=log, stderr=subprocess.STDOUT)
-        try:
-            for _ in range(120):
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
-                    break
-                except OSError:
-                    if server.poll() is not None:
-                        raise RuntimeError(f"bare_dash.py did not start:\n{log_path.read_text()}") from None
-                    time.sleep(0.5)
-            return measure(f"http://127.0.0.1:{port}", [Case(FLOOR_LABEL, "/kernels", None)], reps, first)
-        finally:
-            server.terminate()
-            server.wait(timeout=20)
+    server = _started([sys.executable, str(REPO / "benchmarks" / "bare_dash.py"), str(port)],
+                      f"http://127.0.0.1:{port}/", folder / "bare-dash.log")
+    try:
+        return measure(f"http://127.0.0.1:{port}", [Case(FLOOR_LABEL, "/kernels", None)], reps, first)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
 
 
 if __name__ == "__main__":
