@@ -33,6 +33,11 @@ log = logging.getLogger("dashboard")
 # call when they load a lazy component, is served from assets/ (regenerator-runtime 0.14.1, MIT),
 # which Dash places before dash-renderer.
 _POLYFILL_SCRIPT = re.compile(r'<script src="[^"]*/polyfill@[^"]*"></script>\s*')
+# dcc's chunks that every page draws (the run picker, the charts). Left lazy, each is asked for only when
+# React first renders its component, one after the other, and revalidated on every load (its URL has no
+# version); as script tags they come with the page's scripts, fingerprinted and cached like them, and
+# dcc's loader finds them already there.
+EAGER_CHUNKS = ("dcc/async-dropdown.js", "dcc/async-graph.js")
 
 
 def _show_callback_error(error: Exception) -> None:
@@ -65,6 +70,9 @@ def _dash_class() -> type[dash.Dash]:
             prefix = self.config.requests_pathname_prefix
             kwargs["css"] += "".join(f'<link rel="preload" href="{prefix}{name}" as="fetch" crossorigin>'
                                      for name in ("_dash-layout", "_dash-dependencies"))
+            chunks = self._collect_and_register_resources(
+                [{"relative_package_path": chunk, "namespace": "dash"} for chunk in EAGER_CHUNKS])
+            kwargs["scripts"] += "".join(f'<script src="{src}"></script>' for src in chunks)
             return super().interpolate_index(**kwargs)
 
     return DashWithoutPolyfill

@@ -47,3 +47,17 @@ def test_the_head_preloads_the_layout_and_the_callbacks_under_the_path_prefix(tm
     preloads = re.findall(r'<link rel="preload" href="([^"]+)" as="fetch" crossorigin>', head)
     prefix = app.config.requests_pathname_prefix
     assert preloads == [f"{prefix}_dash-layout", f"{prefix}_dash-dependencies"]
+
+
+def test_the_charts_and_pickers_chunks_come_with_the_scripts_versioned_and_cached(tmp_path: Path) -> None:
+    app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    client = app.server.test_client()
+    scripts = re.findall(r'<script src="([^"]+)"', client.get("/kernels").get_data(as_text=True))
+    chunks = [src for src in scripts if "/async-" in src]
+    assert [re.sub(r"\.v[\w]+\.js$", ".js", src.rsplit("/", 1)[1]) for src in chunks] == [
+        "async-dropdown.js", "async-graph.js"]
+    dcc_bundle = next(i for i, src in enumerate(scripts) if "/dash_core_components." in src)
+    assert all(scripts.index(src) > dcc_bundle for src in chunks)
+    for src in chunks:
+        response = client.get(src)
+        assert response.status_code == 200 and "max-age=31536000" in response.headers["Cache-Control"]

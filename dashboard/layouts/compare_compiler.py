@@ -11,6 +11,7 @@ from dash import dcc, html
 from dashboard.analysis.compare_compiler import BOTH, DIFFERS, ONLY_A, CompilerComparison, compare_compiles
 from dashboard.analysis.compiler import MAX_DIFF_LINES
 from dashboard.layouts.ir_code import MAX_RENDER_LINES, unified_html
+from dashboard.layouts.static_html import static_html
 from dashboard.store import Run
 
 MAX_PASS_ROWS = 400  # longer pass lists show their first rows (the differing ones are listed above the table)
@@ -94,14 +95,14 @@ def compiler_body(run_a: Run, run_b: Run, wanted: tuple[Any, Any, Any]) -> tuple
                  id="compare-compiler-summary", className="small mb-1"),
         dbc.Alert(_first_text(comparison), id="compare-compiler-first",
                   color="warning" if comparison.first else "light", className="small py-1 mb-2"),
-        _metadata_table(comparison),
+        static_html(_metadata_table(comparison)),
         html.Div(diff_note, id="compare-compiler-diff-note", className="small text-muted mb-1"),
         html.Div(dcc.Markdown(diff, id="compare-compiler-diff", dangerously_allow_html=True),
                  className="ir-panel mb-2"),
         html.H6("Passes side by side (yellow: IR differs; red: only in A; green: only in B)"
                 + (f"; first {MAX_PASS_ROWS} of {aligned.height} shown" if aligned.height > MAX_PASS_ROWS else ""),
                 className="mt-2"),
-        _pass_table(comparison),
+        static_html(_pass_table(comparison)),
     ]
     return body, {"compile_a": comparison.compile_a, "compile_b": comparison.compile_b,
                   "ir_pass": comparison.position, "pass_options": pass_options}

@@ -15,6 +15,7 @@ from dash import dcc, html
 
 from dashboard.analysis.units import format_bytes
 from dashboard.collectors.tt.runtime_log import PROGRAM_LEVEL
+from dashboard.layouts.static_html import static_html
 from dashboard.store import Run
 from dashboard.views import memory_data as analysis
 from dashboard.views.memory import State, selected_row_style, table_columns
@@ -85,7 +86,7 @@ def peak_cards(data: MemoryData, state: State) -> list[Any]:
         value = _size(p["allocated_per_bank"], p["banks"], state.per_bank)
         unit = "per bank" if state.per_bank else "device total"
         culprit = p["culprit_op_index"]
-        body = [
+        body: list[Any] = [static_html([  # read-only: one component instead of ~15 (layouts/static_html.py)
             html.Div([html.Span(f"{bt} peak", className="text-muted small me-2"),
                       html.Span(f"{p['utilisation']:.0%} of capacity", className="small text-muted")]),
             html.Div([html.Span(value, className="fs-5 fw-semibold"), html.Small(f" {unit}", className="text-muted")],
@@ -96,7 +97,7 @@ def peak_cards(data: MemoryData, state: State) -> list[Any]:
                       html.Span(f" {_size(p['culprit_delta_per_bank'], p['banks'], state.per_bank, True)}",
                                 className="small text-danger")],
                      className="small memory-peak-culprit"),
-        ]
+        ])]
         if culprit is not None:
             body.append(dbc.Button("show this op", id={"type": PEAK_BUTTON, "bt": bt}, size="sm", color="link",
                                    className="p-0 mt-1"))
@@ -131,7 +132,8 @@ def stats_panel(data: MemoryData, state: State) -> list[Any]:
                   html.Small(f"{first['ops']:,} ops · {first['deallocates']:,} deallocates · "
                              f"{'per bank' if state.per_bank else 'device total'}", className="text-muted")],
                  className="d-flex align-items-baseline flex-wrap mb-1"),
-        dbc.Table([html.Thead(head), html.Tbody(body)], size="sm", className="mb-0 small memory-stats-table"),
+        static_html(dbc.Table([html.Thead(head), html.Tbody(body)], size="sm",
+                              className="mb-0 small memory-stats-table")),
     ]
 
 

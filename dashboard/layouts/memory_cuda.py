@@ -17,6 +17,7 @@ from dashboard.analysis.units import format_bytes, format_ns
 from dashboard.layouts.page import chart, page_header, page_href
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
+from dashboard.layouts.static_html import StaticHtml, static_html
 from dashboard.store import Run, RunNotFound
 from dashboard.views import memory_cuda as view
 from dashboard.views.chart_events import x_range_from_relayout
@@ -47,11 +48,12 @@ def cuda_run(run_id: str | None) -> Run | None:
     return store.open(found) if found else None
 
 
-def _table(header: list[str], rows: list[list[Any]], table_id: str) -> dbc.Table:
+def _table(header: list[str], rows: list[list[Any]], table_id: str) -> StaticHtml:
     # Responsive: a long op name scrolls the table inside its card instead of widening the page.
-    return dbc.Table([html.Thead(html.Tr([html.Th(h) for h in header])),
-                      html.Tbody([html.Tr([html.Td(cell) for cell in row]) for row in rows])],
-                     id=table_id, size="sm", striped=True, hover=True, responsive=True, className="mb-0 small")
+    return static_html(dbc.Table([html.Thead(html.Tr([html.Th(h) for h in header])),
+                                  html.Tbody([html.Tr([html.Td(cell) for cell in row]) for row in rows])],
+                                 id=table_id, size="sm", striped=True, hover=True, responsive=True,
+                                 className="mb-0 small"))
 
 
 def _peak_card(peak: analysis.Peak, origin: int, held: int) -> dbc.Col:

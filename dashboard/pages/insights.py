@@ -23,6 +23,7 @@ from dashboard.analysis.units import format_ns
 from dashboard.layouts.page import chart, page_header, resolve_run, unopened_notice
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
+from dashboard.layouts.static_html import static_html
 from dashboard.store import Run, RunNotFound
 from dashboard.views import insights as view
 
@@ -152,7 +153,7 @@ def breakdown_charts(run: Run, state: view.State) -> list[Any]:
     if state.hta_scope:
         return [html.P(HTA_SCOPE_DEFINITION, className="small text-muted mb-1 breakdown-definition"),
                 chart("insights-breakdown", figures["insights-breakdown"], "gpu-time-per-rank-hta", height=380),
-                _hta_table(view.insights(run))]
+                static_html(_hta_table(view.insights(run)))]
     parts: list[Any] = [
         html.P(BREAKDOWN_DEFINITION, className="small text-muted mb-1 breakdown-definition"),
         html.P(HTA_NOTE, className="small text-muted"),
@@ -197,7 +198,7 @@ def details_section(insights: Insights) -> html.Div:
     for title, table, note in tables:
         if table is not None:
             parts += [html.H6(title, className="mt-2"), html.P(note, className="small text-muted mb-1"), table]
-    return html.Div(parts, className="mb-4")
+    return html.Div(static_html(parts), className="mb-4")
 
 
 def findings_section(insights: Insights) -> html.Div:
@@ -207,7 +208,8 @@ def findings_section(insights: Insights) -> html.Div:
         items = [html.P("Nothing crosses a threshold: no finding for this run.", className="text-muted")]
     skipped = ([html.P(["Not analysed: ", "; ".join(insights.skipped), "."], className="small text-muted")]
                if insights.skipped else [])
-    return html.Div([heading, _thresholds(), html.Div(items, id="insights-findings"), *skipped])
+    # Read-only markup (a few hundred elements on a real trace): one component, see layouts/static_html.py.
+    return html.Div([heading, static_html([_thresholds(), html.Div(items, id="insights-findings"), *skipped])])
 
 
 def layout(run: str | None = None, **query: Any) -> html.Div:

@@ -21,6 +21,7 @@ from dashboard.figures.ranks import clicked_cell, heatmap_height
 from dashboard.layouts.page import chart, page_href, run_page
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
+from dashboard.layouts.static_html import StaticHtml, static_html
 from dashboard.store import Run
 from dashboard.views import ranks as view
 from dashboard.views.params import format_window
@@ -40,7 +41,7 @@ def _signed(ns: float) -> str:
     return ("+" if ns > 0 else "−" if ns < 0 else "±") + format_ns(abs(ns))
 
 
-def slowest_table(slowest: pl.DataFrame) -> dbc.Table:
+def slowest_table(slowest: pl.DataFrame) -> StaticHtml:
     """Ranks by mean step; "vs median" only where there are ranks to take a median of."""
     several = slowest.height > 1
     header = html.Thead(html.Tr([html.Th("rank"), html.Th("steps"), html.Th("mean step"), html.Th("longest step"),
@@ -49,15 +50,15 @@ def slowest_table(slowest: pl.DataFrame) -> dbc.Table:
                      html.Td(format_ns(row["max_step_ns"])),
                      *([html.Td(_signed(row["vs_median_ns"]))] if several else [])])
             for row in slowest.iter_rows(named=True)]
-    return dbc.Table([header, html.Tbody(rows)], size="sm", striped=True, className="ranks-table",
-                     id="ranks-slowest")
+    return static_html(dbc.Table([header, html.Tbody(rows)], size="sm", striped=True, className="ranks-table",
+                                 id="ranks-slowest"))
 
 
 ONE_RANK = ("One rank: there is no other rank to differ from. A multi-rank run lists here the kernels whose time "
             "on a rank differs most from the typical rank.")
 
 
-def differing_table(differing: pl.DataFrame, rank: int, rank_count: int) -> html.Div:
+def differing_table(differing: pl.DataFrame, rank: int, rank_count: int) -> html.Div | StaticHtml:
     """The kernels setting `rank` apart, named by the app's rule (full name on hover); a line, not a table of
     ±0, when the run has one rank."""
     if rank_count < 2:
@@ -71,7 +72,7 @@ def differing_table(differing: pl.DataFrame, rank: int, rank_count: int) -> html
                      html.Td(format_ns(row["rank_ns"])), html.Td(format_ns(row["typical_ns"])),
                      html.Td(_signed(row["diff_ns"]))])
             for row in differing.iter_rows(named=True)]
-    return dbc.Table([header, html.Tbody(rows)], size="sm", striped=True, className="ranks-table")
+    return static_html(dbc.Table([header, html.Tbody(rows)], size="sm", striped=True, className="ranks-table"))
 
 
 @run_page("ranks", "Ranks", "Step time per rank and step; the slowest ranks and what differs", EVIDENCE, PATH)

@@ -68,11 +68,17 @@ def test_a_page_opens_without_waiting_for_the_router_callback(page: Page, server
     # charts, and the run picker is filled all the same.
     run = next(info.id for info in RunStore(server.data_dir).list_runs() if info.id.startswith("demo-training-"))
     posts: list[str] = []
+    chunks: list[str] = []
     page.on("request", lambda request: posts.append(request.url) if request.method == "POST" else None)
+    page.on("request", lambda request: chunks.append(request.url) if "/async-" in request.url else None)
     page.goto(f"{server.url}/kernels?run={run}&top=5")
     wait_for_dash(page)
     expect(page.locator("#kernels-bar g.trace.bars g.point")).to_have_count(5)
     assert not [url for url in posts if "_dash-update-component" in url]
+    # The chart's and the run picker's code came with the page's scripts (versioned, cached), not asked for
+    # one after the other once React drew them.
+    graph_and_picker = [url for url in chunks if "/async-graph" in url or "/async-dropdown" in url]
+    assert len(graph_and_picker) == 2 and all(re.search(r"/async-\w+\.v[\w]+\.js$", url) for url in graph_and_picker)
     expect(page.locator("#run-picker")).to_contain_text(page.locator(".run-badge").inner_text())
     expect(page.locator('.navbar a[href^="/layers"]')).to_have_attribute("href", f"/layers?run={run}")
     assert console_errors == []

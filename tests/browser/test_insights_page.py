@@ -31,9 +31,13 @@ def test_demo_finding_expands_and_opens_the_memory_op_it_names(page: Page, serve
     first.locator("summary").click()
     expect(first.locator("table.finding-evidence")).to_be_visible()
     expect(link).to_be_visible()
+    page.evaluate("window.__before_the_link = true")
     link.click()
     expect(page).to_have_url(re.compile(rf"/memory\?run={re.escape(run_id)}&rank=0&op={op}\b"), timeout=20_000)
     expect(page.locator("#memory-detail-op")).to_have_text(mlir_op, timeout=20_000)
+    # The findings are static markup (layouts/static_html.py): its link still changes the page in place, as
+    # dcc.Link does, without reloading the app.
+    assert page.evaluate("window.__before_the_link === true")
     assert console_errors == []
 
 
