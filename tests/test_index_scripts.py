@@ -27,7 +27,8 @@ def test_index_serves_regenerator_runtime_before_dash_renderer_and_no_babel_poly
 def test_after_charts_is_served_before_dash_renderer_and_serialises_to_its_namespace(tmp_path: Path) -> None:
     from dash import html
 
-    from dashboard.layouts.after_charts import NAMESPACE, AfterCharts
+    from dashboard.layouts.after_charts import AfterCharts
+    from dashboard.layouts.browser_component import NAMESPACE
 
     app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
     html_text = app.server.test_client().get("/kernels").get_data(as_text=True)

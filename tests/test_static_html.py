@@ -10,7 +10,8 @@ import pytest
 from dash import dcc, html
 
 from dashboard.app import create_app
-from dashboard.layouts.static_html import NAMESPACE, static_html, to_static
+from dashboard.layouts.browser_component import NAMESPACE
+from dashboard.layouts.static_html import static_html, to_static
 from dashboard.settings import Settings
 from tests.support.dash_requests import components
 

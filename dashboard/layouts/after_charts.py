@@ -14,12 +14,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from dash.development.base_component import Component, _explicitize_args
-
-NAMESPACE = "dashboard_components"  # window.dashboard_components, defined by assets/after-charts.js
+from dashboard.layouts.browser_component import BrowserComponent
 
 
-class AfterCharts(Component):
+class AfterCharts(BrowserComponent):
     """Draws `children` after every chart on the page has drawn (or after `max_wait_ms`).
 
     Keyword arguments:
@@ -31,23 +29,13 @@ class AfterCharts(Component):
     - max_wait_ms: draw anyway after this long, e.g. when a chart cannot draw (default 3000).
     """
 
-    _children_props: ClassVar[list[str]] = []
+    _prop_names: ClassVar[list[str]] = ["children", "id", "className", "style", "min_height", "max_wait_ms"]
     _base_nodes: ClassVar[list[str]] = ["children"]
-    _namespace = NAMESPACE
     _type = "AfterCharts"
 
     def __init__(self, children: Any = None, id: str | dict | None = None, className: str | None = None,
                  style: dict[str, Any] | None = None, min_height: int | None = None,
-                 max_wait_ms: int | None = None, **kwargs: Any) -> None:
-        self._prop_names = ["children", "id", "className", "style", "min_height", "max_wait_ms"]
-        self._valid_wildcard_attributes = []
-        self.available_properties = list(self._prop_names)
-        self.available_wildcard_properties = []
-        _explicit_args = kwargs.pop("_explicit_args")
-        _locals = locals()
-        _locals.update(kwargs)
-        args = {k: _locals[k] for k in _explicit_args if k != "children"}
-        super().__init__(children=children, **args)
+                 max_wait_ms: int | None = None) -> None:
+        super().__init__(children=children, id=id, className=className, style=style, min_height=min_height,
+                         max_wait_ms=max_wait_ms)
 
-
-AfterCharts.__init__ = _explicitize_args(AfterCharts.__init__)  # type: ignore[method-assign]

@@ -17,46 +17,30 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from dash import dcc
-from dash.development.base_component import Component, _explicitize_args
+from dash.development.base_component import Component
 
-NAMESPACE = "dashboard_components"  # window.dashboard_components, defined by assets/static-html.js
+from dashboard.layouts.browser_component import BrowserComponent
+
 # Props of dash.html components that are Dash's, not the element's.
 _DASH_ONLY = {"n_clicks", "n_clicks_timestamp", "disable_n_clicks", "loading_state", "children"}
 _TABLE_FLAGS = {"striped": "table-striped", "bordered": "table-bordered", "borderless": "table-borderless",
                 "hover": "table-hover"}
 
 
-class StaticHtml(Component):
-    """Read-only markup drawn by plain React (see the module docstring).
+class StaticHtml(BrowserComponent):
+    """Read-only markup drawn by plain React (assets/static-html.js); `tree` as `static_html` writes it."""
 
-    Keyword arguments:
-    - tree: the markup, as `static_html` writes it.
-    - id: the component's id (for callbacks that replace the whole tree).
-    """
-
-    _children_props: ClassVar[list[str]] = []
+    _prop_names: ClassVar[list[str]] = ["tree"]
     _base_nodes: ClassVar[list[str]] = []
-    _namespace = NAMESPACE
     _type = "StaticHtml"
 
-    def __init__(self, tree: Any = None, id: str | dict | None = None, **kwargs: Any) -> None:
-        self._prop_names = ["tree", "id"]
-        self._valid_wildcard_attributes = []
-        self.available_properties = list(self._prop_names)
-        self.available_wildcard_properties = []
-        _explicit_args = kwargs.pop("_explicit_args")
-        _locals = locals()
-        _locals.update(kwargs)
-        args = {k: _locals[k] for k in _explicit_args}
-        super().__init__(**args)
+    def __init__(self, tree: Any = None) -> None:
+        super().__init__(tree=tree)
 
 
-StaticHtml.__init__ = _explicitize_args(StaticHtml.__init__)  # type: ignore[method-assign]
-
-
-def static_html(markup: Any, component_id: str | None = None) -> StaticHtml:
+def static_html(markup: Any) -> StaticHtml:
     """`markup` (a component, a list of them, text) as one StaticHtml."""
-    return StaticHtml(tree=to_static(markup), id=component_id) if component_id else StaticHtml(tree=to_static(markup))
+    return StaticHtml(tree=to_static(markup))
 
 
 def to_static(markup: Any) -> Any:
@@ -70,17 +54,13 @@ def to_static(markup: Any) -> Any:
     props = {name: value for name, value in markup.to_plotly_json()["props"].items()
              if name not in _DASH_ONLY and value is not None}
     children = to_static(getattr(markup, "children", None))
-    responsive = props.pop("responsive", False) if _is_dbc_table(markup) else False
+    responsive = props.pop("responsive", False)  # dbc.Table's: of the kinds converted, the only one with it
     kind, props = _element(markup, props)
     if children is not None:
         props["children"] = children
     node = {"type": kind, "props": props}
     # dbc.Table(responsive=True) draws its table inside a scrolling div.
     return {"type": "Div", "props": {"className": "table-responsive", "children": node}} if responsive else node
-
-
-def _is_dbc_table(markup: Component) -> bool:
-    return markup._namespace == "dash_bootstrap_components" and markup._type == "Table"
 
 
 def _element(markup: Component, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
