@@ -62,3 +62,51 @@ def test_the_charts_and_pickers_chunks_come_with_the_scripts_versioned_and_cache
     for src in chunks:
         response = client.get(src)
         assert response.status_code == 200 and "max-age=31536000" in response.headers["Cache-Control"]
+
+
+def _lazy_libraries(html_text: str) -> dict:
+    import html
+    import json
+
+    found = re.search(r'<meta name="dashboard-lazy-libraries" content="([^"]*)">', html_text)
+    return json.loads(html.unescape(found.group(1))) if found else {}
+
+
+def test_ag_grid_and_cytoscape_come_as_tags_only_where_the_first_screen_draws_them(tmp_path: Path) -> None:
+    app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    client = app.server.test_client()
+    for path, tagged, deferred in (("/insights", set(), {"dash_ag_grid", "dash_cytoscape"}),
+                                   ("/kernels", set(), {"dash_ag_grid", "dash_cytoscape"}),
+                                   ("/", {"dash_ag_grid"}, {"dash_cytoscape"}),
+                                   ("/planner", {"dash_cytoscape"}, {"dash_ag_grid"}),
+                                   ("/compiler/", {"dash_cytoscape"}, {"dash_ag_grid"})):
+        page = client.get(path).get_data(as_text=True)
+        scripts = re.findall(r'<script src="([^"]+)"', page)
+        assert {name for name in ("dash_ag_grid", "dash_cytoscape") if any(f"/{name}/" in s for s in scripts)} == tagged
+        libraries = _lazy_libraries(page)
+        assert set(libraries) == deferred, path
+        for library in libraries.values():
+            # The versioned URL the tag would have had: served, and cached like the page's scripts.
+            response = client.get(library["src"])
+            assert response.status_code == 200 and "max-age=31536000" in response.headers["Cache-Control"]
+    assert _lazy_libraries(client.get("/insights").get_data(as_text=True))["dash_ag_grid"]["types"] == ["AgGrid"]
+    # The stand-ins are defined before the renderer draws the layout.
+    scripts = re.findall(r'<script src="([^"]+)"', client.get("/insights").get_data(as_text=True))
+    stand_ins = next(i for i, src in enumerate(scripts) if "/assets/lazy-libraries.js" in src)
+    assert stand_ins < next(i for i, src in enumerate(scripts) if "dash_renderer" in src)
+
+
+def test_lazy_libraries_paths_under_a_prefix() -> None:
+    from dashboard.layouts.lazy_libraries import app_path, defer_libraries
+
+    assert app_path("/team/planner", "/team/") == "/planner"
+    assert app_path("/team/", "/team/") == "/" and app_path("/team", "/team/") == "/"
+    assert app_path("/kernels/", "/") == "/kernels"
+    tags = ('<script src="/p/_dash-component-suites/dash_ag_grid/dash_ag_grid.v1.min.js"></script>\n'
+            '<script src="/p/_dash-component-suites/dash_cytoscape/dash_cytoscape.v2.min.js"></script>\n'
+            '<script src="/p/assets/x.js"></script>')
+    kept, meta = defer_libraries(tags, "/")
+    assert "dash_ag_grid.v1" in kept and "dash_cytoscape" not in kept and "/assets/x.js" in kept
+    assert "dash_cytoscape.v2.min.js" in meta and "dash_ag_grid" not in meta
+    assert defer_libraries('<script src="/assets/x.js"></script>', "/insights") == (
+        '<script src="/assets/x.js"></script>', "")
