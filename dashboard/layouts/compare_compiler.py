@@ -11,6 +11,7 @@ from dash import dcc, html
 from dashboard.analysis.compare_compiler import BOTH, DIFFERS, ONLY_A, CompilerComparison, compare_compiles
 from dashboard.analysis.compiler import MAX_DIFF_LINES
 from dashboard.layouts.ir_code import MAX_RENDER_LINES, unified_html
+from dashboard.layouts.select import native_select
 from dashboard.layouts.static_html import static_html
 from dashboard.store import Run
 
@@ -112,14 +113,13 @@ def compiler_section(run_a: Run, run_b: Run, wanted: tuple[Any, Any, Any]) -> ht
     body, chosen = compiler_body(run_a, run_b, wanted)
     pickers = html.Div([
         html.Span("A compile", className="me-2"),
-        dcc.Dropdown(id="compare-compile-a", options=_options(run_a), value=chosen.get("compile_a"), clearable=False,
-                     style={"minWidth": "320px"}, className="me-3"),
+        native_select("compare-compile-a", _options(run_a), chosen.get("compile_a"), min_width="320px",
+                      class_name="me-3"),
         html.Span("B compile", className="me-2"),
-        dcc.Dropdown(id="compare-compile-b", options=_options(run_b), value=chosen.get("compile_b"), clearable=False,
-                     style={"minWidth": "320px"}, className="me-3"),
+        native_select("compare-compile-b", _options(run_b), chosen.get("compile_b"), min_width="320px",
+                      class_name="me-3"),
         html.Span("diff of pass", className="me-2"),
-        dcc.Dropdown(id="compare-ir-pass", options=chosen["pass_options"], value=chosen.get("ir_pass"),
-                     clearable=False, style={"minWidth": "380px"}),
+        native_select("compare-ir-pass", chosen["pass_options"], chosen.get("ir_pass"), min_width="380px"),
     ], className="d-flex flex-wrap align-items-center gap-1 mb-2")
     return html.Div([html.H5("Compiler: two compiles pass by pass", className="mb-2"), pickers,
                      html.Div(body, id="compare-compiler-body")], id="compare-compiler-section", className="chart-card")

@@ -7,7 +7,7 @@ from typing import Any
 
 import dash_bootstrap_components as dbc
 import polars as pl
-from dash import dcc, html
+from dash import html
 
 from dashboard.analysis.compare import Side
 from dashboard.analysis.compare_memory import (
@@ -35,6 +35,7 @@ from dashboard.layouts.compare_compiler import compiler_section
 from dashboard.layouts.compare_cuda_memory import cuda_memory_section
 from dashboard.layouts.compare_rewrites import rewrites_section
 from dashboard.layouts.page import chart, small_table
+from dashboard.layouts.select import native_select
 from dashboard.store import Run
 from dashboard.views import compare_sections as sections
 from dashboard.views.compare_sides import memory_rank, shared_evidence
@@ -163,11 +164,11 @@ def planner_section(run_a: Run, run_b: Run, a: Side, b: Side, wanted: tuple[str 
     groups_a, groups_b = sections.planner_groups_of(run_a), sections.planner_groups_of(run_b)
     pickers = html.Div([
         html.Span("A dump", className="me-2"),
-        dcc.Dropdown(id="compare-group-a", options=groups_a, value=group_a, clearable=False,
-                     style={"minWidth": "260px"}, className="me-3"),
+        native_select("compare-group-a", [{"label": group, "value": group} for group in groups_a], group_a,
+                      min_width="260px", class_name="me-3"),
         html.Span("B dump", className="me-2"),
-        dcc.Dropdown(id="compare-group-b", options=groups_b, value=group_b, clearable=False,
-                     style={"minWidth": "260px"}),
+        native_select("compare-group-b", [{"label": group, "value": group} for group in groups_b], group_b,
+                      min_width="260px"),
     ], className="d-flex flex-wrap align-items-center mb-2")
     return _card("Planner: the same kernel's two dumps", "compare-planner-section", pickers,
                  html.Div(planner_body(run_a, run_b, group_a, group_b, a.label, b.label), id="compare-planner-body"))

@@ -15,6 +15,7 @@ from dash import dcc, html
 
 from dashboard.layouts.ir_code import code_html, excerpt_html, side_by_side_html, unified_html
 from dashboard.layouts.page import page_href
+from dashboard.layouts.select import select_options, select_value
 from dashboard.store import Run
 from dashboard.views import compiler as view
 from dashboard.views.compiler_data import compiler_data, profile_runs_with_kernel, python_source
@@ -32,9 +33,11 @@ PANELS = ("step_options", "step", "compare_options", "compare", "chart", "summar
 
 def panels(run: Run, state: view.State) -> dict[str, Any]:
     """Every panel's content for one view state."""
-    out: dict[str, Any] = {"step": state.step, "compare": state.cmp or "", "chart": view.pass_chart_dict(run, state),
-                           "step_options": view.step_options(run, state),
-                           "compare_options": view.compare_options(run, state)}
+    # The step and compare pickers are native selects: their options and values as text.
+    out: dict[str, Any] = {"step": select_value(state.step), "compare": select_value(state.cmp or None),
+                           "chart": view.pass_chart_dict(run, state),
+                           "step_options": select_options(view.step_options(run, state)),
+                           "compare_options": select_options(view.compare_options(run, state))}
     shown = view.step_view(run, state)
     if shown is None:
         return {**{name: "" for name in PANELS}, **out}

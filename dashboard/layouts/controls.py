@@ -9,8 +9,9 @@ from typing import Any
 
 import dash_ag_grid as dag
 import dash_bootstrap_components as dbc
-from dash import dcc, html
+from dash import html
 
+from dashboard.layouts.select import native_select
 from dashboard.views.kernel_table import WINDOW_RULES, csv_columns, window_text
 from dashboard.views.params import ALL_RANKS
 
@@ -19,8 +20,7 @@ def rank_control(component_id: str, ranks: tuple[int, ...], rank: int | None) ->
     options = [{"label": "all ranks", "value": ALL_RANKS}] + [{"label": f"rank {r}", "value": str(r)} for r in ranks]
     return html.Div([
         dbc.Label("Rank", html_for=component_id, className="me-2 mb-0 small text-muted"),
-        dcc.Dropdown(id=component_id, options=options, value=ALL_RANKS if rank is None else str(rank),
-                     clearable=False, searchable=False, style={"minWidth": "140px"}),
+        native_select(component_id, options, ALL_RANKS if rank is None else str(rank), min_width="140px"),
     ], className="d-flex align-items-center me-4")
 
 

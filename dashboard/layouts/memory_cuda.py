@@ -15,6 +15,7 @@ from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 from dashboard.analysis import cuda_memory as analysis
 from dashboard.analysis.units import format_bytes, format_ns
 from dashboard.layouts.page import chart, page_header, page_href
+from dashboard.layouts.select import native_select
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.layouts.static_html import StaticHtml, static_html
@@ -163,9 +164,8 @@ def layout(run: Run, query: dict[str, Any]) -> html.Div:
         url_state_store("memory_cuda", state.url_state()),
         html.Div([
             dbc.Label("Device", className="me-2 mb-0 small text-muted"),
-            dcc.Dropdown(id="memory-cuda-device", options=[{"label": "all GPUs", "value": ""}]
-                         + [{"label": d, "value": d} for d in data.devices], value=state.device or "",
-                         clearable=False, style={"minWidth": "160px"}),
+            native_select("memory-cuda-device", [{"label": d, "value": d} for d in data.devices], state.device,
+                          none_label="all GPUs", min_width="160px"),
             dbc.Button("Live at the peak", id="memory-cuda-peak", size="sm", color="primary", outline=True,
                        className="ms-3"),
             dbc.Button("whole run", id="memory-cuda-window-clear", size="sm", color="link"),

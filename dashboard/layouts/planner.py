@@ -20,6 +20,7 @@ from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.grid_csv import csv_download
 from dashboard.layouts.page import chart
 from dashboard.layouts.planner_graphviz import graphviz_body, missing_notice
+from dashboard.layouts.select import native_select
 from dashboard.store import Run
 from dashboard.views import planner as view
 from dashboard.views import planner_tables as tables
@@ -186,8 +187,8 @@ def planner_body(run: Run, state: view.State) -> list[Any]:
     controls = html.Div([
         html.Div([
             dbc.Label("Partition", html_for="planner-partition", className="me-2 mb-0 small text-muted"),
-            dcc.Dropdown(id="planner-partition", options=partition_options(run, group), value=state.partition,
-                         placeholder="all partitions", clearable=True, searchable=False, style={"minWidth": "170px"}),
+            native_select("planner-partition", partition_options(run, group), state.partition,
+                          none_label="all partitions", min_width="170px"),
         ], className="d-flex align-items-center me-3"),
         dbc.Button("Clear selection", id="planner-clear", size="sm", color="secondary", outline=True,
                    className="me-2"),

@@ -22,6 +22,7 @@ import flask
 from dash import ALL, Input, Output, State, callback, clientside_callback, ctx, dcc, html
 
 from dashboard.layouts.page import default_run_for_path
+from dashboard.layouts.select import native_select
 from dashboard.layouts.server_state import current_store
 
 PAGES_LOCATION = "_pages_location"  # the dcc.Location Dash's page router listens to
@@ -55,9 +56,8 @@ def navbar(picker_state: dict[str, Any] | None = None) -> dbc.Navbar:
                                 id={"type": "nav-link", "path": page["relative_path"]}))
         for page, href in zip(_nav_pages(), hrefs, strict=True)
     ]
-    picker = dcc.Dropdown(id="run-picker", placeholder="Choose a run…", clearable=False,
-                          options=state.get("options", []), value=state.get("value"),
-                          style={"minWidth": "320px"}, className="run-picker")
+    picker = native_select("run-picker", state.get("options", []), state.get("value"), placeholder="Choose a run…",
+                           min_width="320px", class_name="run-picker")
     return dbc.Navbar(
         dbc.Container(
             [

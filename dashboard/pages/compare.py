@@ -22,6 +22,7 @@ from dashboard.layouts.compare_sections import more_sections, planner_body
 from dashboard.layouts.controls import kernel_table, rank_control
 from dashboard.layouts.grid_csv import csv_download, register_grid_csv
 from dashboard.layouts.page import chart, page_header, resolve_run
+from dashboard.layouts.select import native_select, select_options, select_value
 from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import PAGES_LOCATION, url_state_store
 from dashboard.schema import EVIDENCE_LABELS
@@ -90,8 +91,7 @@ def _ask_for_b(chosen: Any, header: Any) -> html.Div:
         header, dcc.Store(id="compare-run", data=chosen.id),
         html.Div([html.Span("A (baseline)", className="fw-semibold me-2"), html.Span(chosen.id, className="me-4"),
                   html.Span("B", className="fw-semibold me-2"),
-                  dcc.Dropdown(id="compare-pick-other", options=options, value=None, placeholder="Choose B…",
-                               clearable=False, style={"minWidth": "420px"})],
+                  native_select("compare-pick-other", options, None, placeholder="Choose B…", min_width="420px")],
                  className="d-flex flex-wrap align-items-center gap-1 mb-2"),
         dbc.Alert(message, color="info", id="compare-choose-b", className="missing-evidence"),
     ], id="compare-page")
@@ -164,15 +164,13 @@ def layout(run: str | None = None, **query: Any) -> html.Div:
         html.Span("A (baseline)", className="fw-semibold me-2"),
         rank_control("compare-rank", ranks, a.rank),
         html.Span("B", className="fw-semibold me-2"),
-        dcc.Dropdown(id="compare-other", options=_other_options(chosen, b.run_id), value=b.run_id, clearable=False,
-                     style={"minWidth": "420px"}, className="me-2"),
-        dcc.Dropdown(id="compare-other-rank", options=_other_rank_options(b.run_id),
-                     value=ALL_RANKS if b.rank is None else str(b.rank), clearable=False, searchable=False,
-                     style={"minWidth": "130px"}, className="me-4"),
+        native_select("compare-other", _other_options(chosen, b.run_id), b.run_id, min_width="420px",
+                      class_name="me-2"),
+        native_select("compare-other-rank", _other_rank_options(b.run_id), ALL_RANKS if b.rank is None else str(b.rank),
+                      min_width="130px", class_name="me-4"),
         html.Div([  # kernel chart controls: hidden with the kernel charts when a side has no kernels
-            dcc.Dropdown(id="compare-top", options=[{"label": f"top {n}", "value": n} for n in top_choices],
-                         value=state.top, clearable=False, searchable=False, style={"minWidth": "110px"},
-                         className="me-3"),
+            native_select("compare-top", [{"label": f"top {n}", "value": n} for n in top_choices], state.top,
+                          min_width="110px", class_name="me-3"),
             dbc.Button("clear selection", id="compare-clear-selection", size="sm", color="secondary", outline=True),
         ], id="compare-kernel-controls", style=_controls_style(_kernel_style(store, a, b))),
     ], className="d-flex flex-wrap align-items-center gap-1 mb-2")
@@ -319,7 +317,7 @@ def update_compiler(compile_a: Any, compile_b: Any, ir_pass: Any, run_id: str, o
     body, chosen = compiler_body(store.open(run_id), store.open(other), (compile_a, compile_b, wanted_pass))
     state = view.State.from_query({**(url_state or {}), **{key: chosen.get(key) or "" for key in
                                                            ("compile_a", "compile_b", "ir_pass")}})
-    return body, chosen["pass_options"], chosen.get("ir_pass"), state.url_state()
+    return body, select_options(chosen["pass_options"]), select_value(chosen.get("ir_pass")), state.url_state()
 
 
 @callback(Output(PAGES_LOCATION, "search", allow_duplicate=True), Input("compare-pick-other", "value"),

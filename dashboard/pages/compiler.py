@@ -23,6 +23,7 @@ from dash import Input, Output, State, callback, clientside_callback, ctx, dcc, 
 from dashboard.layouts.compiler_launches import launches_section
 from dashboard.layouts.compiler_panels import PANELS, links, panels
 from dashboard.layouts.page import chart, run_page
+from dashboard.layouts.select import native_select
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import URL_STATE, url_state_store
 from dashboard.layouts.tinygrad_panels import body as tinygrad_body
@@ -50,12 +51,11 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
                         className="me-3 mb-2")
 
     controls = html.Div([
-        labelled("Kernel compile", dcc.Dropdown(id="compiler-compile", options=view.compile_options(chosen),
-                                                value=state.compile, clearable=False), "420px"),
-        labelled("Step", dcc.Dropdown(id="compiler-step", clearable=False, options=parts["step_options"],
-                                      value=parts["step"]), "420px"),
-        labelled("Compare with", dcc.Dropdown(id="compiler-compare", clearable=False,
-                                              options=parts["compare_options"], value=parts["compare"]), "320px"),
+        labelled("Kernel compile", native_select("compiler-compile", view.compile_options(chosen), state.compile),
+                 "420px"),
+        labelled("Step", native_select("compiler-step", parts["step_options"], parts["step"]), "420px"),
+        labelled("Compare with", native_select("compiler-compare", parts["compare_options"], parts["compare"]),
+                 "320px"),
         labelled("Diff view", dbc.RadioItems(id="compiler-view", value=state.diff_view, inline=True,
                                              options=[{"label": "unified", "value": "unified"},
                                                       {"label": "side by side", "value": "side"}]), "200px"),

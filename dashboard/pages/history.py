@@ -18,6 +18,7 @@ from dash.exceptions import PreventUpdate
 from dashboard.analysis.compare_history import predecessor, series_runs
 from dashboard.figures.compare_history import run_from_click
 from dashboard.layouts.page import chart, page_header, page_href
+from dashboard.layouts.select import native_select
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import RunNotFound
@@ -85,8 +86,8 @@ def layout(runs: str | None = None, name: str | None = None, run: str | None = N
                                      "before"),
         html.Div([
             html.Span("Series", className="fw-semibold me-2"),
-            dcc.Dropdown(id="history-name", options=options, value=None if runs else chosen_name,
-                         placeholder=picked or "pick a run name", clearable=False, style={"minWidth": "360px"}),
+            native_select("history-name", options, None if runs else chosen_name,
+                          placeholder=picked or "pick a run name", min_width="360px"),
         ], className="d-flex align-items-center mb-2"),
         url_state_store("history", {"runs": runs or "", "name": chosen_name or ""}),
         dcc.Location(id="history-go", refresh=True),

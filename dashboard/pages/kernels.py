@@ -21,6 +21,7 @@ from dashboard.layouts.after_charts import AfterCharts
 from dashboard.layouts.controls import kernel_table, rank_control, window_chip
 from dashboard.layouts.grid_csv import csv_download, register_grid_csv
 from dashboard.layouts.page import chart, run_page
+from dashboard.layouts.select import native_select
 from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
@@ -56,9 +57,8 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
         ], className="d-flex align-items-center me-4"),
         html.Div([
             dbc.Label("Bars", html_for="kernels-top", className="me-2 mb-0 small text-muted"),
-            dcc.Dropdown(id="kernels-top", options=[{"label": f"top {n}", "value": n} for n in view.TOP_CHOICES],
-                         value=state.top if state.top in view.TOP_CHOICES else view.DEFAULT_TOP,
-                         clearable=False, searchable=False, style={"minWidth": "110px"}),
+            native_select("kernels-top", [{"label": f"top {n}", "value": n} for n in view.TOP_CHOICES],
+                          state.top if state.top in view.TOP_CHOICES else view.DEFAULT_TOP, min_width="110px"),
         ], className="d-flex align-items-center me-4"),
         window_chip("kernels", state.window, origin),
         html.Div([

@@ -19,6 +19,7 @@ from dashboard.figures.layers import layer_from_event
 from dashboard.layouts.controls import kernel_table, rank_control, window_chip
 from dashboard.layouts.grid_csv import csv_download, register_grid_csv
 from dashboard.layouts.page import chart, run_page
+from dashboard.layouts.select import native_select
 from dashboard.layouts.server_state import current_store, fired_ids
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
@@ -92,9 +93,8 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
         rank_control("layers-rank", run_views.kernel_ranks(chosen), state.rank),
         html.Div([
             dbc.Label("Peak for", html_for="layers-dtype", className="me-2 mb-0 small text-muted"),
-            dcc.Dropdown(id="layers-dtype", options=[{"label": DTYPE_LABELS[d], "value": d}
-                                                     for d in view.PEAK_CHOICES],
-                         value=state.dtype, clearable=False, searchable=False, style={"minWidth": "190px"}),
+            native_select("layers-dtype", [{"label": DTYPE_LABELS[d], "value": d} for d in view.PEAK_CHOICES],
+                          state.dtype, min_width="190px"),
             dcc.Input(id="layers-peak", type="number", min=0, debounce=True, value=state.peak,
                       placeholder="or TFLOP/s", className="form-control form-control-sm ms-2",
                       style={"width": "110px"}),

@@ -46,6 +46,7 @@ from dashboard.layouts.planner_scripts import (
     TAP_JS,
     graph_png_js,
 )
+from dashboard.layouts.select import native_select, select_value
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
@@ -65,9 +66,9 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     state = view.State.from_query(query, chosen)
     picker = html.Div([
         html.Small("Group", className="text-muted me-2"),
-        dcc.Dropdown(id="planner-group",
-                     options=[{"label": c.label, "value": c.group} for c in view.planner_data(chosen).choices],
-                     value=state.group, clearable=False, style={"minWidth": "520px"}),
+        native_select("planner-group", [{"label": choice.label, "value": choice.group}
+                                        for choice in view.planner_data(chosen).choices],
+                      state.group, min_width="520px"),
     ], className="d-flex align-items-center mb-2")
     return html.Div([
         header,
@@ -230,7 +231,7 @@ def update_selection(partition_value: Any, tap: dict | None, smem_click: dict | 
             if TABLE_IDS[memory] not in applied:
                 # An empty list (not {"ids": []}) is what makes a grid let go of its selection.
                 tables[position] = {"ids": [new_key]} if state.buffer and state.buffer[0] == memory else []
-    partition_output = state.partition if "planner-tap" in applied and filtered else no_update
+    partition_output = select_value(state.partition) if "planner-tap" in applied and filtered else no_update
     return (state.url_state(), partition_output, elements, graph, *figures, *tables, selection_panel(selection))
 
 

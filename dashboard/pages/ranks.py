@@ -19,6 +19,7 @@ from dashboard.analysis.rank_summaries import STEP_DEFINITION
 from dashboard.analysis.units import format_ns
 from dashboard.figures.ranks import clicked_cell, heatmap_height
 from dashboard.layouts.page import chart, page_href, run_page
+from dashboard.layouts.select import native_select
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.layouts.static_html import StaticHtml, static_html
@@ -81,8 +82,8 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     steps, shown = view.steps(chosen), state.shown_rank(chosen)
     several = len(view.ranks(chosen)) > 1  # one rank: nothing to differ from, no median to stand against
     hidden = {} if several else {"display": "none"}
-    picker = dcc.Dropdown(id="ranks-rank", options=[{"label": f"rank {r}", "value": r} for r in view.ranks(chosen)],
-                          value=shown, clearable=False, style={"minWidth": "140px", **hidden})
+    picker = native_select("ranks-rank", [{"label": f"rank {r}", "value": r} for r in view.ranks(chosen)], shown,
+                           min_width="140px", style=hidden)
     return html.Div([
         header,
         dcc.Store(id="ranks-run", data=chosen.id),

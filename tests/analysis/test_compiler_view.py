@@ -79,7 +79,7 @@ def test_render_and_state(compiler_run: str) -> None:
 
     state = state_of(compile="0", step="2")
     out = panels(run, state)
-    assert out["step"] == 2 and len(out["step_options"]) == 9
+    assert out["step"] == "2" and len(out["step_options"]) == 9  # a native select's value: text
     assert "#0 step 1" in out["diff_note"] and "#0 step 2" in out["diff_note"]
     assert 'data-ir-line="1"' in out["ir"]
     # the same pass in the other compile is offered, and compared

@@ -16,6 +16,7 @@ from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.browser.conftest import Server, start_server
 from tests.collectors.triton_ir_fixtures import compile_log, with_extra_pass
+from tests.support.native_select import choose
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +47,7 @@ def test_first_differing_pass_and_its_diff(page: Page, compiler_server, console_
     expect(page.locator("#compare-compiler-passes tbody tr")).to_have_count(9)
     expect(page.locator("#compare-kernel-section")).to_be_hidden()  # no kernels on either side
     # Another pass: the LLVM-dialect canonicalize, whose IR is the same on both sides; kept in the URL.
-    page.locator("#compare-ir-pass").click()
-    page.get_by_role("option", name="8 · llvm-mlir · CanonicalizerPass").click()
+    choose(page.locator("#compare-ir-pass"), "8 · llvm-mlir · CanonicalizerPass")
     note = page.locator("#compare-compiler-diff-note")
     expect(note).to_contain_text("−0 / +0 lines")
     expect(page).to_have_url(re.compile(r"ir_pass=8"))

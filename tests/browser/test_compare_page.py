@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 from dashboard.store import RunStore
 from tests.support.kernel_tables import kernel_tables
 from tests.support.layered_run import layered_tables
+from tests.support.native_select import choose, option_labels
 
 DELTA_BARS = "#compare-delta g.trace.bars g.point"
 
@@ -52,9 +53,8 @@ def test_another_run_as_b_and_the_url_restores_it(page: Page, server, runs, cons
     first, second = runs
     page.goto(f"{server.url}/compare?run={first}&rank=1")
     expect(page.locator(DELTA_BARS).first).to_be_visible(timeout=20_000)
-    page.locator("#compare-other").click()
     # Listed by name and date under its evidence kind (the title is the run id).
-    page.get_by_role("option", name=re.compile(r"^compare-b · \d{4}-\d\d-\d\d")).click()
+    choose(page.locator("#compare-other"), re.compile(r"^compare-b · \d{4}-\d\d-\d\d"))
     expect(page.locator("#compare-sides")).to_have_text(f"A = {first} · rank 1   ·   B = {second} · all ranks")
     expect(page).to_have_url(re.compile(rf"other={second}(&|$)"))
     assert "other_rank" not in query(page)
@@ -111,14 +111,13 @@ def test_without_b_the_page_asks_for_it_and_compares_nothing(page: Page, server,
     assert "other" not in query(page)
     # The picker lists only runs sharing an evidence kind, under a heading per kind, newest first, by name
     # and date; the planner / compiler / memory-only demo runs are not offered for a kernel run.
-    page.locator("#compare-pick-other").click()
-    options = page.locator(".Select-menu-outer .VirtualizedSelectOption, [role='option']").all_inner_texts()
+    options = option_labels(page.locator("#compare-pick-other"))
     assert options[0].startswith("── kernel activity ──")
     names = [text.split(" · ")[0] for text in options[1:] if " · " in text]
     assert "job-alpha" in names and not {"demo-planner", "demo-compiler", "demo-memory"} & set(names)
     dates = [text.split(" · ")[1] for text in options[1:] if " · " in text]
     assert dates == sorted(dates, reverse=True)
-    page.get_by_role("option", name=re.compile(r"^job-alpha · ")).click()
+    choose(page.locator("#compare-pick-other"), re.compile(r"^job-alpha · "))
     # Picked: the page compares A with it.
     expect(page.locator("#compare-sides")).to_have_text(f"A = {beta} · all ranks   ·   B = {alpha} · all ranks",
                                                        timeout=20_000)

@@ -17,6 +17,7 @@ from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.browser.conftest import Server, start_server
 from tests.support.kernel_tables import kernel_tables
+from tests.support.native_select import choose
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +100,7 @@ def test_planner_dumps_picked_and_kept_in_the_url(page: Page, compare_server, co
     counts = page.locator("#compare-planner-counts")
     expect(counts).to_contain_text("19 same", timeout=20_000)  # a dump against itself: nothing changed
     expect(page.locator("#compare-liveness .js-plotly-plot")).to_be_visible()
-    page.locator("#compare-group-b").click()
-    page.get_by_role("option", name="demo-planner#2").click()
+    choose(page.locator("#compare-group-b"), "demo-planner#2")
     expect(counts).to_contain_text("removed")
     expect(page).to_have_url(re.compile(r"other_group=demo-planner%232"))
     page.reload()

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from dashboard.store import RunStore
+from tests.support.native_select import choose
 
 
 @pytest.fixture(autouse=True)
@@ -38,8 +39,7 @@ def test_step_diff_and_python_lines_across_stages(page: Page, server, console_er
     expect(page.locator("#compiler-pass-chart g.trace.bars g.point").first).to_be_visible()
 
     # Pick the first TTGIR step: its IR was rewritten by ConvertTritonToTritonGPU.
-    page.locator("#compiler-step").click()
-    page.get_by_role("option", name=re.compile(r"· ttgir · before TritonGPUCoalesce")).first.click()
+    choose(page.locator("#compiler-step"), re.compile(r"· ttgir · before TritonGPUCoalesce"))
     expect(page).to_have_url(re.compile(r"step=[1-9]\d*"))  # the page starts at step 0
     step = int(query(page)["step"])
     expect(page.locator("#compiler-diff-note")).to_contain_text(
@@ -75,8 +75,7 @@ def test_step_diff_and_python_lines_across_stages(page: Page, server, console_er
 def test_compare_the_same_pass_of_two_compiles(page: Page, server, console_errors: list[str]) -> None:
     page.goto(f"{server.url}/compiler?run={demo_compiler(server)}&compile=0&step=2")
     expect(page.locator("#compiler-ir .code-line").first).to_be_visible(timeout=60_000)
-    page.locator("#compiler-compare").click()
-    page.get_by_role("option", name=re.compile(r"same pass in #1 add_kernel")).click()
+    choose(page.locator("#compiler-compare"), re.compile(r"same pass in #1 add_kernel"))
     expect(page).to_have_url(re.compile(r"cmp=1%3A2(&|$)"))
     expect(page.locator("#compiler-diff-note")).to_contain_text("#1 step 2")
     expect(page.locator("#compiler-diff")).to_contain_text("2048")  # BLOCK 2048 against 1024

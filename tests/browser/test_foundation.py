@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from dashboard.store import RunStore
+from tests.support.native_select import choose
 
 PAGES = {
     "/": "#runs-grid",
@@ -79,7 +80,7 @@ def test_a_page_opens_without_waiting_for_the_router_callback(page: Page, server
     # one after the other once React drew them.
     graph_and_picker = [url for url in chunks if "/async-graph" in url or "/async-dropdown" in url]
     assert len(graph_and_picker) == 2 and all(re.search(r"/async-\w+\.v[\w]+\.js$", url) for url in graph_and_picker)
-    expect(page.locator("#run-picker")).to_contain_text(page.locator(".run-badge").inner_text())
+    expect(page.locator("#run-picker")).to_have_value(page.locator(".run-badge").inner_text())
     expect(page.locator('.navbar a[href^="/layers"]')).to_have_attribute("href", f"/layers?run={run}")
     assert console_errors == []
 
@@ -95,7 +96,7 @@ def test_a_page_opens_when_the_browser_sends_no_referrer(page: Page, server, con
     page.goto(f"{server.url}/kernels?run={run}&top=5")
     wait_for_dash(page)
     expect(page.locator("#kernels-bar g.trace.bars g.point")).to_have_count(5)
-    expect(page.locator("#run-picker")).to_contain_text(page.locator(".run-badge").inner_text())
+    expect(page.locator("#run-picker")).to_have_value(page.locator(".run-badge").inner_text())
     assert console_errors == []
 
 
@@ -109,8 +110,7 @@ def test_run_picker_writes_the_run_into_the_url_and_nav_links(page: Page, server
     target = next(info.id for info in runs if "memory" in info.evidence)
     page.goto(server.url + "/kernels")
     wait_for_dash(page)
-    page.locator("#run-picker").click()
-    page.get_by_role("option", name=target).click()
+    choose(page.locator("#run-picker"), target)
     expect(page).to_have_url(re.compile(rf"/kernels\?run={re.escape(target)}$"))
     # A run without kernels says so plainly on the kernels page and offers runs that have them.
     expect(page.locator(".missing-evidence")).to_contain_text("has no kernel activity")
@@ -127,7 +127,7 @@ def test_picker_names_the_default_run_of_a_page(page: Page, server) -> None:
     shown = page.locator(".run-badge").inner_text()
     # the newest run with memory evidence, whichever other tests of this server added
     assert shown == next(info.id for info in RunStore(server.data_dir).list_runs() if "memory" in info.evidence)
-    expect(page.locator("#run-picker")).to_contain_text(shown)
+    expect(page.locator("#run-picker")).to_have_value(shown)
     assert "run=" not in page.url  # naming the default does not rewrite the link
 
 

@@ -188,7 +188,7 @@ def test_memory_takes_a_unit_merged_with_or_overtaken_by_a_relayout_event(app: A
 def test_planner_takes_a_partition_merged_with_or_overtaken_by_a_grids_echo(app: App, runs: dict[str, str]) -> None:
     tree = app.layout("/planner", runs["planner"])
     state = _prop(tree, {"type": "url-state", "page": "planner"}, "data")
-    partitions = [option["value"] for option in _prop(tree, "planner-partition", "options") if option["value"] != "all"]
+    partitions = [option["value"] for option in _prop(tree, "planner-partition", "options") if option["value"] != ""]
     assert state["group"] and partitions
     values = {"planner-smem-table.selectedRows": [], PLANNER_STATE: state, "planner-run.data": runs["planner"]}
     for changed in (["planner-smem-table.selectedRows", "planner-partition.value"],
@@ -196,7 +196,7 @@ def test_planner_takes_a_partition_merged_with_or_overtaken_by_a_grids_echo(app:
         status, body = app.post(PLANNER_STATE, {**values, "planner-partition.value": partitions[0]}, changed)
         assert status == 200, changed
         assert str(_url_state(body, "planner")["partition"]) == str(partitions[0])
-    status, _ = app.post(PLANNER_STATE, {**values, "planner-partition.value": "all"},
+    status, _ = app.post(PLANNER_STATE, {**values, "planner-partition.value": ""},
                          ["planner-smem-table.selectedRows"])
     assert status == 204  # the grid's echo alone changes nothing
 

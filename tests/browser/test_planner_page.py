@@ -19,6 +19,7 @@ from dashboard.demo import ws_dumps
 from dashboard.ingest.pipeline import ingest_paths
 from dashboard.layouts.planner_scripts import EXPORT_GAP, EXPORT_SCALE, GRAPH_IMAGE_OPTIONS_JS
 from dashboard.store import RunStore
+from tests.support.native_select import choose
 
 G1, G2 = "ws#1", "ws#2"  # the attention kernel (op ids) and the GEMM (no op ids, no SMEM graph)
 CY = "document.querySelector('#planner-graph')._cyreg.cy"
@@ -194,9 +195,9 @@ def test_partition_filter_from_the_box_and_the_dropdown(
     inside = tables["ws_ops"].filter((pl.col("group") == G1) & pl.col("partitions").list.contains(1))
     shown = set(page.evaluate(f"() => {CY}.nodes('.op').map(n => n.data('node'))"))
     assert set(inside["node"].to_list()) <= shown
-    expect(page.locator("#planner-partition")).to_contain_text("partition 1")
-    # Clearing the dropdown shows every partition again.
-    page.locator("#planner-partition .dash-dropdown-clear").click()
+    expect(page.locator("#planner-partition")).to_have_value("1")
+    # "all partitions" shows every partition again.
+    choose(page.locator("#planner-partition"), "all partitions")
     expect(page).not_to_have_url(re.compile("partition="))
     page.wait_for_function(f"(n) => {CY}.nodes('.op').length === n", arg=everything, timeout=10_000)
     assert console_errors == []
@@ -210,7 +211,7 @@ def test_the_url_restores_the_view(page: Page, server, planner_run, console_erro
     marked = mma.row(0, named=True)
     open_planner(page, server, run_id, group=G1, buffer=f"TMEM-{acc['buffer_index']}", op=marked["op_id"],
                  partition=1)
-    expect(page.locator("#planner-partition")).to_contain_text("partition 1")
+    expect(page.locator("#planner-partition")).to_have_value("1")
     page.wait_for_function(f"(node) => {CY}.$id(node).hasClass('marked') && {CY}.edges('.highlight').length > 0",
                            arg=marked["node"], timeout=10_000)
     lit = page.evaluate(f"() => {CY}.edges('.highlight').map(e => e.data('uid'))")
@@ -232,8 +233,7 @@ def test_the_url_restores_the_view(page: Page, server, planner_run, console_erro
 def test_another_group_and_an_op_without_op_id(page: Page, server, planner_run, console_errors: list[str]) -> None:
     run_id, tables = planner_run
     open_planner(page, server, run_id)
-    page.locator("#planner-group").click()
-    page.get_by_role("option", name=re.compile(re.escape(G2))).click()
+    choose(page.locator("#planner-group"), re.compile(re.escape(G2)))
     expect(page).to_have_url(re.compile(r"group=ws%232(&|$)"))
     expect(page.locator("#planner-smem-timeline")).to_contain_text("No SMEM buffers")
     gemm = tables["ws_channels"].filter((pl.col("group") == G2) & (pl.col("memory") == "TMEM")).row(0, named=True)

@@ -19,6 +19,7 @@ from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from dashboard.views.params import format_window, parse_window
 from tests.support.kernel_tables import CPU_THREAD, EPOCH_NS, KERNEL_NAMES, kernel_tables
+from tests.support.native_select import choose
 
 GRAPH = "#timeline-graph .js-plotly-plot"
 
@@ -158,8 +159,7 @@ def test_rank_filter_keeps_that_ranks_lanes(page: Page, server, run_id: str, con
     open_timeline(page, server, run_id)
     labels = page.evaluate(f"() => document.querySelector('{GRAPH}').layout.yaxis.ticktext")
     assert any(label.startswith("r1 ") for label in labels)
-    page.locator("#timeline-rank").click()
-    page.get_by_role("option", name="rank 0").click()
+    choose(page.locator("#timeline-rank"), "rank 0")
     expect(page).to_have_url(re.compile(r"rank=0"), timeout=15_000)
     page.wait_for_function(f"""() => document.querySelector('{GRAPH}').layout.yaxis.ticktext
         .every(label => !label.startsWith('r1 '))""")
