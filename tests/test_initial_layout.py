@@ -76,3 +76,21 @@ def test_index_page_is_not_affected(client: Any) -> None:
     response = client.get("/kernels", headers={"Referer": f"{HOST}/kernels"})
     assert response.status_code == 200
     assert "_dash-config" in response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("path", ["/", "/insights", "/kernels", "/layers", "/timeline", "/ranks", "/memory", "/planner",
+                                  "/compiler", "/compare", "/history"])
+def test_single_choice_pickers_are_native_selects(client: Any, path: str) -> None:
+    # Dash 4's dcc.Dropdown costs 30-50 ms of a first render each (layouts/select.py): it is kept only where
+    # several values are picked at once. A native select shows the choice it is given: values as text.
+    tree = dash_layout(client, f"{HOST}{path}")
+    found = [node for node in components(tree) if node.get("type") in ("Dropdown", "Select")]
+    assert found, path
+    for node in found:
+        props = node["props"]
+        if node["type"] == "Dropdown":
+            assert props.get("multi") is True, (path, props.get("id"))
+        else:
+            values = {option["value"] for option in props.get("options") or []}
+            assert all(isinstance(value, str) for value in values), props.get("id")
+            assert props.get("value") in values | {""}, (props.get("id"), props.get("value"))
