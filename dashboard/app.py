@@ -33,11 +33,11 @@ log = logging.getLogger("dashboard")
 # call when they load a lazy component, is served from assets/ (regenerator-runtime 0.14.1, MIT),
 # which Dash places before dash-renderer.
 _POLYFILL_SCRIPT = re.compile(r'<script src="[^"]*/polyfill@[^"]*"></script>\s*')
-# dcc's chunks that every page draws (the run picker, the charts). Left lazy, each is asked for only when
-# React first renders its component, one after the other, and revalidated on every load (its URL has no
-# version); as script tags they come with the page's scripts, fingerprinted and cached like them, and
-# dcc's loader finds them already there.
-EAGER_CHUNKS = ("dcc/async-dropdown.js", "dcc/async-graph.js")
+# dcc's chunk that every page draws (the charts). Left lazy, it is asked for only when React first renders
+# a graph and revalidated on every load (its URL has no version); as a script tag it comes with the page's
+# scripts, fingerprinted and cached like them, and dcc's loader finds it already there. (No page draws a
+# dcc.Dropdown any more, layouts/select.py: its chunk is not loaded at all.)
+EAGER_CHUNKS = ("dcc/async-graph.js",)
 
 
 def _show_callback_error(error: Exception) -> None:

@@ -55,8 +55,7 @@ def test_the_charts_and_pickers_chunks_come_with_the_scripts_versioned_and_cache
     client = app.server.test_client()
     scripts = re.findall(r'<script src="([^"]+)"', client.get("/kernels").get_data(as_text=True))
     chunks = [src for src in scripts if "/async-" in src]
-    assert [re.sub(r"\.v[\w]+\.js$", ".js", src.rsplit("/", 1)[1]) for src in chunks] == [
-        "async-dropdown.js", "async-graph.js"]
+    assert [re.sub(r"\.v[\w]+\.js$", ".js", src.rsplit("/", 1)[1]) for src in chunks] == ["async-graph.js"]
     dcc_bundle = next(i for i, src in enumerate(scripts) if "/dash_core_components." in src)
     assert all(scripts.index(src) > dcc_bundle for src in chunks)
     for src in chunks:

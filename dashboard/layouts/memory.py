@@ -11,10 +11,11 @@ from typing import Any
 import dash_ag_grid as dag
 import dash_bootstrap_components as dbc
 import polars as pl
-from dash import dcc, html
+from dash import html
 
 from dashboard.analysis.units import format_bytes
 from dashboard.collectors.tt.runtime_log import PROGRAM_LEVEL
+from dashboard.layouts.select import multi_picker
 from dashboard.layouts.static_html import static_html
 from dashboard.store import Run
 from dashboard.views import memory_data as analysis
@@ -42,8 +43,8 @@ def dropdown(component_id: str, label: str, counts: tuple[tuple[str, int], ...],
              placeholder: str, width: str) -> Any:
     return html.Div([
         dbc.Label(label, html_for=component_id, className="me-2 mb-0 small text-muted"),
-        dcc.Dropdown(id=component_id, options=[{"label": f"{name} ({n:,})", "value": name} for name, n in counts],
-                     value=list(value), multi=True, placeholder=placeholder, style={"minWidth": width}),
+        multi_picker(component_id, [{"label": f"{name} ({n:,})", "value": name} for name, n in counts], value,
+                     placeholder=placeholder, min_width=width),
     ], className="d-flex align-items-center me-3")
 
 

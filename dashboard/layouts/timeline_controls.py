@@ -9,6 +9,7 @@ import dash_bootstrap_components as dbc
 from dash import dcc, html
 
 from dashboard.analysis.timeline_search import MAX_PATTERN
+from dashboard.layouts.select import multi_picker, multi_picker_summary
 from dashboard.views.timeline_details import Pane
 
 KEYS_HINT = ("Keys as in Perfetto: W / S zoom in / out around the pointer, A / D pan, Ctrl + wheel zooms, "
@@ -56,16 +57,20 @@ def lane_options(tracks: list[dict[str, Any]]) -> tuple[list[dict[str, str]], li
     return options, foldable
 
 
+PIN_PLACEHOLDER, FOLD_PLACEHOLDER = "lanes…", "threads with depth rows…"
+multi_picker_summary("timeline-pin", PIN_PLACEHOLDER)
+multi_picker_summary("timeline-fold", FOLD_PLACEHOLDER)
+
+
 def lane_pickers(tracks: list[dict[str, Any]], pinned: tuple[str, ...], folded: tuple[str, ...]) -> html.Div:
     """Pin tracks to the top and fold a thread's depth rows into one: both in the URL."""
     options, foldable = lane_options(tracks)
     return html.Div([
         dbc.Label("Pin to top", html_for="timeline-pin", className="me-2 mb-0 small text-muted"),
-        dcc.Dropdown(id="timeline-pin", options=options, value=list(pinned), multi=True,
-                     placeholder="lanes…", style={"minWidth": "260px"}, className="me-3 small"),
+        multi_picker("timeline-pin", options, pinned, placeholder=PIN_PLACEHOLDER, min_width="260px",
+                     class_name="me-3"),
         dbc.Label("Fold", html_for="timeline-fold", className="me-2 mb-0 small text-muted"),
-        dcc.Dropdown(id="timeline-fold", options=foldable, value=list(folded), multi=True,
-                     placeholder="threads with depth rows…", style={"minWidth": "260px"}, className="small"),
+        multi_picker("timeline-fold", foldable, folded, placeholder=FOLD_PLACEHOLDER, min_width="260px"),
     ], className="d-flex flex-wrap align-items-center gap-1 mb-2")
 
 

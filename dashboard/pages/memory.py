@@ -41,6 +41,7 @@ from dashboard.layouts.memory import (
     stats_panel,
 )
 from dashboard.layouts.page import chart, run_page
+from dashboard.layouts.select import multi_picker_summary
 from dashboard.layouts.server_state import current_store
 from dashboard.layouts.shell import url_state_store
 from dashboard.store import Run
@@ -54,6 +55,9 @@ dash.register_page(__name__, path="/memory", name="Memory", order=4, title="Memo
 PATH = "/memory"
 EVIDENCE = "memory"
 URL_STATE = {"type": "url-state", "page": "memory"}
+OPTYPE_PLACEHOLDER, PROGRAM_PLACEHOLDER = "highlight op types…", "all programs"
+multi_picker_summary("memory-optype", OPTYPE_PLACEHOLDER)
+multi_picker_summary("memory-program", PROGRAM_PLACEHOLDER)
 PEAK_HELP = ("True peak: the highest of all snapshots, including the ones taken just before deallocate and "
              "get_device ops. Memory stays held until a deallocate runs, so this is the real high-water mark. "
              "Profiler's view: the memory profiler's JSON leaves those ops out, so its peak skips their "
@@ -88,8 +92,8 @@ def tenstorrent_layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> 
     controls = html.Div([
         radio("memory-unit", "Sizes", analysis.UNITS, state.unit),
         radio("memory-peaks", "Peaks", analysis.PEAK_VIEWS, state.peaks, PEAK_HELP),
-        dropdown("memory-optype", "Op type", data.op_types, state.optypes, "highlight op types…", "260px"),
-        dropdown("memory-program", "Program", data.programs, state.programs, "all programs", "200px"),
+        dropdown("memory-optype", "Op type", data.op_types, state.optypes, OPTYPE_PLACEHOLDER, "260px"),
+        dropdown("memory-program", "Program", data.programs, state.programs, PROGRAM_PLACEHOLDER, "200px"),
         html.Div([
             dbc.Badge(id="memory-range-text", color="warning", text_color="dark", className="me-1"),
             dbc.Button("clear", id="memory-range-clear", size="sm", color="link", className="p-0"),

@@ -132,9 +132,10 @@ def test_selecting_an_op_type_highlights_its_ops(page: Page, server, run_id: str
                                                  console_errors: list[str]) -> None:
     open_memory(page, server, run_id)
     assert all(len(x) == 0 for x in highlighted(page))
-    page.locator("#memory-optype").click()
-    page.locator("[role=option]:has-text('MatmulOp')").click()
-    page.keyboard.press("Escape")
+    page.locator("#memory-optype-summary").click()  # opens the checklist
+    page.locator("#memory-optype label", has_text=re.compile(r"^MatmulOp \(")).click()
+    expect(page.locator("#memory-optype-summary")).to_have_text(re.compile(r"^MatmulOp \("))
+    page.locator("#memory-optype-summary").click()  # and closes it
     expect(page).to_have_url(re.compile(r"optype=MatmulOp"), timeout=15_000)
     matmuls = set(ops.filter(pl.col("op_type") == "MatmulOp")["op_index"])
     page.wait_for_function(f"() => document.querySelector('{GRAPH}')._fullData"
@@ -153,7 +154,8 @@ def test_selecting_an_op_type_highlights_its_ops(page: Page, server, run_id: str
     picked = int(query(page)["op"])
     op_type = ops.filter(pl.col("op_index") == picked)["op_type"][0]
     assert query(page)["optype"] == op_type
-    expect(page.locator("#memory-optype")).to_contain_text(op_type)
+    expect(page.locator("#memory-optype-summary")).to_contain_text(op_type)
+    expect(page.locator("#memory-optype input:checked")).to_have_count(1)
     assert console_errors == []
 
 
