@@ -70,7 +70,7 @@ def _dash_class() -> type[dash.Dash]:
             kwargs["scripts"] = _POLYFILL_SCRIPT.sub("", kwargs["scripts"])
             # AG Grid and Cytoscape only where the first screen draws them (layouts/lazy_libraries.py).
             kwargs["scripts"], lazy_meta = defer_libraries(
-                kwargs["scripts"], app_path(request.path, self.config.requests_pathname_prefix))
+                kwargs["scripts"], app_path(request.path, self.config.routes_pathname_prefix))
             kwargs["metas"] += lazy_meta
             # The renderer asks for the page's layout and the callbacks only once every script has run
             # (~0.2 s warm, ~0.6 s on a first visit); fetched from the head instead, the server builds the

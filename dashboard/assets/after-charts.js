@@ -42,4 +42,6 @@
     }
 
     window.dashboard_components = Object.assign(window.dashboard_components || {}, {AfterCharts: AfterCharts});
+    // Also asked by lazy-libraries.js, which loads the deferred libraries once the charts are drawn.
+    window.dashboardPage = Object.assign(window.dashboardPage || {}, {chartsDrawn: chartsDrawn});
 })();

@@ -70,19 +70,14 @@
         window[namespace] = stand;
     });
 
-    function chartsDrawn() {
-        if (!document.querySelector(".page-header")) { return false; }
-        const graphs = document.querySelectorAll(".dash-graph");
-        for (let i = 0; i < graphs.length; i++) {
-            if (!graphs[i].querySelector(".main-svg")) { return false; }
-        }
-        return true;
+    function pageDrawn() {  // the page is there (its header) and its charts have drawn (after-charts.js)
+        return document.querySelector(".page-header") !== null && window.dashboardPage.chartsDrawn();
     }
 
     function loadAllWhenIdle() {
         const started = performance.now();
         const check = function () {
-            if (chartsDrawn() || performance.now() - started > 10000) {
+            if (pageDrawn() || performance.now() - started > 10000) {
                 const loadAll = function () {
                     Object.keys(standIns).forEach(function (namespace) { load(namespace).catch(function () {}); });
                 };

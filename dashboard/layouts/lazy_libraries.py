@@ -28,7 +28,7 @@ _TAG = re.compile(r'<script src="(?P<src>[^"]*/(?P<namespace>dash_ag_grid|dash_c
 def defer_libraries(scripts: str, page_path: str) -> tuple[str, str]:
     """(the page's script tags without the libraries it does not need at once, the meta tag naming them).
 
-    `page_path`: the request's path inside the app (its pathname prefix removed). A library whose tag is
+    `page_path`: the request's path inside the app (`app_path`). A library whose tag is
     not found is left as it is; with nothing deferred the meta tag is empty.
     """
     deferred: dict[str, dict[str, object]] = {}
@@ -48,7 +48,11 @@ def defer_libraries(scripts: str, page_path: str) -> tuple[str, str]:
 
 
 def app_path(request_path: str, pathname_prefix: str) -> str:
-    """The page path of a request under Dash's `requests_pathname_prefix` ("/" for the prefix itself)."""
+    """The page path of a request Flask routed under Dash's `routes_pathname_prefix` ("/" for the prefix itself).
+
+    The routes prefix, not the requests one: a proxy that serves the app under a prefix strips it before
+    Flask sees the path (Dash's own `strip_relative_path`, which strips the requests prefix, fails there).
+    """
     prefix = pathname_prefix.rstrip("/")
     inside = request_path[len(prefix):] if prefix and request_path.startswith(prefix) else request_path
     return "/" + inside.strip("/")
