@@ -75,15 +75,23 @@ def delta_figure(comparison: pl.DataFrame, top_n: int, selected: Collection[str]
 RATIO_COLUMN_PX = 84  # the right margin holding the B / A column
 
 
-def _ratio_column(labels: list[str], texts: list[str]) -> list[dict[str, Any]]:
-    """B / A as a column right of the plot, one annotation per bar row: a label at a bar's end would
-    run into the kernel names whenever a bar reaches the axis (every 'faster' bar does)."""
-    column = [{"text": text, "xref": "paper", "x": 1.0, "xanchor": "left", "xshift": 8, "yref": "y", "y": label,
-               "showarrow": False, "font": {"size": 12, "color": "#495057"}, "name": "ratio"}
-              for label, text in zip(labels, texts, strict=True)]
-    column.append({"text": "<b>B / A</b>", "xref": "paper", "x": 1.0, "xanchor": "left", "xshift": 8,
-                   "yref": "paper", "y": 1.0, "yanchor": "bottom", "showarrow": False, "name": "ratio-header"})
-    return column
+def _ratio_axis(texts: list[str]) -> dict[str, Any]:
+    """B / A as a column right of the plot: the tick labels of a second y axis, one per bar row.
+
+    A label at a bar's end would run into the kernel names whenever a bar reaches the axis (every
+    'faster' bar does). Tick labels rather than one annotation per row: plotly lays annotations out
+    one by one, ~1 ms each (a 66-row layer chart drew in 128 ms with them, 91 ms with this axis)."""
+    rows = len(texts)
+    return {"overlaying": "y", "side": "right", "range": [rows - 0.5, -0.5], "tickmode": "array",
+            "tickvals": list(range(rows)), "ticktext": texts, "showgrid": False, "zeroline": False,
+            "fixedrange": True, "ticks": "", "tickfont": {"size": 12, "color": "#495057"}}
+
+
+_RATIO_HEADER = {"text": "<b>B / A</b>", "xref": "paper", "x": 1.0, "xanchor": "left", "xshift": 8,
+                 "yref": "paper", "y": 1.0, "yanchor": "bottom", "showarrow": False, "name": "ratio-header"}
+# The second y axis draws only with a trace on it: an empty one, never hovered.
+_RATIO_ANCHOR = {"type": "scatter", "x": [], "y": [], "yaxis": "y2", "hoverinfo": "skip", "showlegend": False,
+                 "name": "B / A"}
 
 
 def _change_bars(deltas: list[float], labels: list[str], rows: pl.DataFrame, customdata: list[Any],
@@ -100,11 +108,11 @@ def _change_bars(deltas: list[float], labels: list[str], rows: pl.DataFrame, cus
         "customdata": customdata, "hovertext": hovertext, "hovertemplate": "%{hovertext}<extra></extra>",
         "selectedpoints": selected, "unselected": {"marker": {"opacity": 0.3}},
     }
-    return fast_figure([bars], {
+    return fast_figure([bars, _RATIO_ANCHOR], {
         "title": {"text": title}, "height": figure_height(len(labels), any("<br>" in label for label in labels)),
         "margin": {"l": label_margin(labels), "r": RATIO_COLUMN_PX, "t": 70, "b": 48}, "clickmode": "event",
         "dragmode": False,
-        "bargap": 0.25, "annotations": _ratio_column(labels, ratios),
+        "bargap": 0.25, "annotations": [_RATIO_HEADER], "yaxis2": _ratio_axis(ratios),
         "xaxis": {"title": {"text": f"{what} ({unit})"}, "zeroline": True, "zerolinewidth": 2},
         "yaxis": {"autorange": "reversed", "automargin": True, "categoryorder": "array", "categoryarray": labels},
     })

@@ -111,7 +111,7 @@ def test_compare_ticks_and_ratio_column_keep_apart(wide: Page, server, console_e
     clash = wide.evaluate("""() => {
         const plot = document.querySelector('#compare-delta .js-plotly-plot');
         const names = Array.from(plot.querySelectorAll('g.ytick > text')).map(t => t.getBoundingClientRect());
-        const ratios = Array.from(plot.querySelectorAll('g.annotation')).map(a => a.getBoundingClientRect());
+        const ratios = Array.from(plot.querySelectorAll('g.y2tick > text')).map(t => t.getBoundingClientRect());
         return ratios.length > 5 && names.some(n => ratios.some(r => Math.min(n.right, r.right) >
             Math.max(n.left, r.left) && Math.min(n.bottom, r.bottom) > Math.max(n.top, r.top))); }""")
     assert clash is False

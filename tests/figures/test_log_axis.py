@@ -60,6 +60,8 @@ def test_charts_use_explicit_log_ticks_and_compare_ratios_stand_in_a_column() ->
     assert totals_scatter(comparison, (), "A", "B").layout.xaxis.tickmode == "array"
     delta = delta_figure(comparison, 10, (), "A", "B")
     assert delta.data[0].textposition == "none"  # no label at a bar's end, where it hit the kernel names
-    column = {a.y: a.text for a in delta.layout.annotations if a.name == "ratio"}
+    ratios = delta.layout.yaxis2  # a right-hand axis whose tick labels are the B / A column, row by row
+    column = dict(zip(delta.data[0].y, (ratios.ticktext[int(v)] for v in ratios.tickvals), strict=True))
     assert column == {"k2": "×0.40", "k1": "×3.00", "k3": "gone in B", "k4": "new in B"}
-    assert all(a.x == 1.0 and a.xref == "paper" and a.xanchor == "left" for a in delta.layout.annotations)
+    assert ratios.side == "right" and ratios.overlaying == "y" and list(ratios.range) == [3.5, -0.5]
+    assert [t.yaxis for t in delta.data] == [None, "y2"] and len(delta.data[1].x) == 0  # None: the first y axis
