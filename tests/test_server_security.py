@@ -233,7 +233,7 @@ def _links(component) -> list[tuple[str, str, str]]:
 
 def test_run_downloads_menu_links_to_routes_that_serve(served) -> None:
     from dashboard.layouts import server_state
-    from dashboard.layouts.downloads import download_markdown, run_downloads
+    from dashboard.layouts.downloads import download_links, run_downloads
 
     server_state.configure(Settings(data_dir=served["root"] / "data", seed_demo=False))
     run_id, client = served["run_id"], served["client"]
@@ -246,8 +246,9 @@ def test_run_downloads_menu_links_to_routes_that_serve(served) -> None:
         assert response.status_code == 200, href
         assert name in response.headers["Content-Disposition"]
     assert _links(run_downloads("no-such-run")) == [] and _links(run_downloads(None)) == []
-    markdown = download_markdown(served["store"].open(run_id).info)
-    assert f"(/runs/{run_id}/trace.json)" in markdown and f"(/runs/{run_id}/tables/kernels.csv)" in markdown
+    cell = download_links(served["store"].open(run_id).info)
+    assert cell == [{"text": "trace.json", "href": f"/runs/{run_id}/trace.json"},
+                    {"text": "kernels.csv", "href": f"/runs/{run_id}/tables/kernels.csv"}]
 
 
 # ---- malformed requests are 4xx, never 500 -------------------------------------------------------

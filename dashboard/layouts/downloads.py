@@ -1,8 +1,8 @@
 """Download links for a run: its Perfetto trace, each table as CSV, its original sources.
 
 `run_downloads(run_id)` is a small "Download" menu for a page header;
-`download_markdown(info)` is the same for a markdown grid cell (the Runs
-page). Both link to the routes in dashboard/exports/routes.py, which serve
+`download_links(info)` is the same as (text, href) pairs for a grid cell
+(the Runs page's, drawn by assets/grid-links.js). Both link to the routes in dashboard/exports/routes.py, which serve
 the files as attachments, so a click downloads without leaving the page.
 """
 
@@ -75,13 +75,13 @@ def run_downloads(run_id: str | None) -> html.Div | dbc.DropdownMenu:
                             className="run-downloads d-inline-block", toggle_class_name="download-toggle")
 
 
-def download_markdown(info: RunInfo) -> str:
-    """Markdown links for a grid cell: the trace and the run's main table as CSV."""
+def download_links(info: RunInfo) -> list[dict[str, str]]:
+    """Links for a grid cell ({text, href} each): the trace and the run's main table as CSV."""
     links = []
     if trace_available(info.row_counts):
-        links.append(f"[trace.json]({trace_href(info.id)})")
+        links.append({"text": "trace.json", "href": trace_href(info.id)})
     main = next((t for t in _MAIN_TABLES if info.row_counts.get(t, 0) > 0), None)
     main = main or next(iter(_tables_present(info.row_counts)), None)
     if main:
-        links.append(f"[{main}.csv]({table_csv_href(info.id, main)})")
-    return " · ".join(links) or "–"
+        links.append({"text": f"{main}.csv", "href": table_csv_href(info.id, main)})
+    return links
