@@ -51,7 +51,11 @@ from dashboard.views.state import ViewState, param
 # Export name of each chart -> the page's component id.
 CHARTS = {"timeline": "timeline-graph"}
 FLOW_MODES = ("auto", "on", "off")
-AUTO_FLOWS = 2_000  # above this many launch arrows in a window, `flows=auto` draws none (and says so)
+# Above this many launch arrows in a window, `flows=auto` draws none (and says so): as many as can be drawn
+# with heads. More, as plain lines, fanned into a haze over the lanes (720 on the demo's whole run) and took
+# plotly ~40 ms more to draw and paint (the timeline figure alone, min of 7: 302 -> 261 ms without them).
+AUTO_FLOWS = HEADED_FLOWS
+COUNT_FLOWS_UNDER = 8_000  # kernels and copies starting in a window; above, `flows=auto` does not even count arrows
 MAX_FLOWS = 20_000  # `flows=on` draws at most this many
 DERIVE_AFTER_S = 1.0
 _build_lock = threading.Lock()
@@ -198,7 +202,7 @@ def _overlaid(data: TimelineData, view: TimelineView, state: State, result: Sear
     has_calls = bool(data.lanes.filter(pl.col("group") == "api").height)
     if not has_calls:
         flows, note = pl.DataFrame(schema=FLOW_SCHEMA), _flows_note(mode, 0, 0)
-    elif mode == "auto" and starting > AUTO_FLOWS * 4:
+    elif mode == "auto" and starting > COUNT_FLOWS_UNDER:
         # Far too many to draw: say so without joining the launches (the first join of a big run is slow).
         flows, note = pl.DataFrame(schema=FLOW_SCHEMA), _flows_note(mode, 0, 0, starting)
     else:
