@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 from dashboard.analysis.units import format_bytes
 from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
+from tests.support.native_select import option_labels, shown_label
 
 GRAPH = "#memory-cuda-curves .js-plotly-plot"
 
@@ -41,6 +42,8 @@ def test_peak_click_lists_the_live_allocations_and_the_url_restores_it(page: Pag
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{server.url}/memory?run={run_id}")
     _settled(page)
+    device = page.locator("#memory-cuda-device")  # names its choice ("all GPUs" included), never blank
+    assert shown_label(device) in option_labels(device) and "all GPUs" in option_labels(device)
     expect(page.locator(".memory-cuda-peak-value").first).to_have_text(format_bytes(peak["allocated"]))
 
     page.locator("#memory-cuda-peak").click()

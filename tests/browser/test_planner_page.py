@@ -19,7 +19,7 @@ from dashboard.demo import ws_dumps
 from dashboard.ingest.pipeline import ingest_paths
 from dashboard.layouts.planner_scripts import EXPORT_GAP, EXPORT_SCALE, GRAPH_IMAGE_OPTIONS_JS
 from dashboard.store import RunStore
-from tests.support.native_select import choose
+from tests.support.native_select import choose, shown_label
 
 G1, G2 = "ws#1", "ws#2"  # the attention kernel (op ids) and the GEMM (no op ids, no SMEM graph)
 CY = "document.querySelector('#planner-graph')._cyreg.cy"
@@ -187,6 +187,7 @@ def test_partition_filter_from_the_box_and_the_dropdown(
     run_id, tables = planner_run
     open_planner(page, server, run_id)
     everything = page.evaluate(f"() => {CY}.nodes('.op').length")
+    assert shown_label(page.locator("#planner-partition")) == "all partitions"  # not a blank picker
     # Tap the partition box in its top padding, above its first op and away from the channels.
     click_graph(page, """(cy) => { const b = cy.$id('partition-1').renderedBoundingBox(
         {includeLabels: false, includeOverlays: false}); return {x: (b.x1 + b.x2) / 2, y: b.y1 + 2}; }""")
@@ -199,6 +200,7 @@ def test_partition_filter_from_the_box_and_the_dropdown(
     # "all partitions" shows every partition again.
     choose(page.locator("#planner-partition"), "all partitions")
     expect(page).not_to_have_url(re.compile("partition="))
+    assert shown_label(page.locator("#planner-partition")) == "all partitions"
     page.wait_for_function(f"(n) => {CY}.nodes('.op').length === n", arg=everything, timeout=10_000)
     assert console_errors == []
 

@@ -19,5 +19,13 @@ def choose(select: Locator, label: str | re.Pattern[str]) -> str:
                  None)
     if found is None:
         raise AssertionError(f"no option {label!r} among {labels}")
-    select.select_option(label=found)
+    # By position: the hidden placeholder may carry the same label (a picker whose empty choice is one).
+    index = select.evaluate(
+        "(el, label) => Array.from(el.options).findIndex(o => !o.hidden && (o.label || o.text) === label)", found)
+    select.select_option(index=index)
     return found
+
+
+def shown_label(select: Locator) -> str:
+    """What the select shows: the text of its chosen option (its placeholder's, when that is the one)."""
+    return select.evaluate("(el) => el.selectedIndex < 0 ? '' : el.options[el.selectedIndex].text")
