@@ -1,9 +1,10 @@
 """Download links for a run: its Perfetto trace, each table as CSV, its original sources.
 
 `run_downloads(run_id)` is a small "Download" menu for a page header;
-`download_links(info)` is the same as (text, href) pairs for a grid cell
-(the Runs page's, drawn by assets/grid-links.js). Both link to the routes in dashboard/exports/routes.py, which serve
-the files as attachments, so a click downloads without leaving the page.
+`download_links(info)` is the same as {text, href} pairs for a grid cell
+(the Runs page's, drawn by assets/grid-links.js). Both link to the routes
+in dashboard/exports/routes.py, which serve the files as attachments, so a
+click downloads without leaving the page.
 """
 
 from __future__ import annotations

@@ -27,14 +27,14 @@ def native_select(component_id: str | dict[str, Any], options: Iterable[Option],
     """A `<select>` of `options` ({"label", "value"[, "disabled", "title"]}) with `value` chosen.
 
     `placeholder`: shown while `value` is None, and not a choice; `none_label`: a first option that is one
-    (value ""), for pickers whose empty choice means something ("all partitions"). dbc.Select always draws
-    a hidden placeholder option of value "" first, which the browser shows for the value "": it carries
-    `none_label` too, or the empty choice would read as a blank picker.
+    (value ""), for pickers whose empty choice means something ("all partitions"), in place of a placeholder.
+    dbc.Select always draws a hidden placeholder option of value "" first, which the browser shows for the
+    value "": it carries `none_label` too, or the empty choice would read as a blank picker.
     """
     items = select_options(options)
     if none_label is not None:
         items.insert(0, {"label": none_label, "value": ""})
-        placeholder = placeholder or none_label
+        placeholder = none_label
     merged = {**({"minWidth": min_width} if min_width else {}), **(style or {})}
     return dbc.Select(id=component_id, options=items, value=select_value(value), size="sm", style=merged or None,
                       class_name=class_name, placeholder=placeholder or "")
