@@ -4,7 +4,8 @@
 threads); `timeline_view` answers one window of it:
 
 - a lane with few events in the window (all exact lanes together at most
-  EXACT_BUDGET events, see exact_limit) lists them one by one (`events`);
+  EXACT_BUDGET events, see exact_limit), not crowded into a few buckets
+  (see crowded), lists them one by one (`events`);
 - any other lane is summarised per pixel bucket (`cells`): the exact busy
   fraction of the bucket, how many events start in it, and the name holding
   the most time in it (the dominant kernel, which colours it);
@@ -38,6 +39,7 @@ from dashboard.analysis.timeline_cells import (
     MARK_BUDGET,
     bucket_count,
     choose_exact,
+    crowded,
     exact_limit,
     lane_cell_arrays,
     named_cells,
@@ -302,7 +304,8 @@ def timeline_view(data: TimelineData, window: tuple[int, int] | None = None, ran
     counts: dict[object, int] = {("lane", lane): data.indexes[lane].count_overlapping(start, end)
                                  for lane in lane_ids if lane in data.indexes}
     counts.update({("stack", t.stack): t.index.count_overlapping(start, end) for t in stacks})
-    exact = choose_exact(counts, buckets)
+    exact = {row for row in choose_exact(counts, buckets)
+             if row[0] != "lane" or not crowded(data.indexes[row[1]].starts_per_bucket(edges))}
 
     chosen_codes = selected_codes(data.names, keys)
     exact_rows, exact_lanes, summarised = [], [], []

@@ -22,6 +22,9 @@ MIN_BUCKETS = 100
 DENSE_EVENTS_PER_BUCKET = 8  # above this, a bucket's dominant name is estimated by sampling
 SAMPLES_PER_BUCKET = 32
 EXACT_BUDGET = 2_000  # events drawn one by one in one view (SVG bars: ~50 ms per 1000 to draw, 2 cores)
+# A lane whose events start more than this many to a bucket (counting buckets where any starts) is summarised
+# even when few: its events are narrower than a bucket (~1-3 px) and would be drawn on top of one another.
+CROWDED_STARTS_PER_BUCKET = 3.0
 
 CELL_SCHEMA = {
     "lane": pl.Int32, "bucket": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64, "busy": pl.Float64,
@@ -41,6 +44,18 @@ def choose_exact(counts: dict[object, int], buckets: int, budget: int = EXACT_BU
     """The rows drawn event by event: those with at most `exact_limit` events in the window."""
     limit = exact_limit(list(counts.values()), buckets, budget)
     return {row for row, count in counts.items() if 0 < count <= limit}
+
+
+def crowded(starts_per_bucket: np.ndarray) -> bool:
+    """Whether a lane's events in a window, drawn one by one, would mostly cover one another.
+
+    `starts_per_bucket`: how many events start in each bucket of the window. A
+    lane's bars at whole-run zoom are often clustered slivers (a step's ops);
+    its buckets then show the same picture with the time and count of each,
+    at a fraction of the cost of drawing every bar.
+    """
+    occupied = np.count_nonzero(starts_per_bucket)
+    return occupied > 0 and int(starts_per_bucket.sum()) > CROWDED_STARTS_PER_BUCKET * occupied
 
 
 def exact_limit(counts: list[int], buckets: int, budget: int = EXACT_BUDGET) -> int:

@@ -34,6 +34,7 @@ from dashboard.figures.timeline_marks import (
     groups,
     lane_heatmap,
     numbers,
+    row_gaps,
     with_geometry,
 )
 from dashboard.figures.timeline_overlays import MATCH_ROW, flow_traces, focus_trace, match_trace
@@ -226,7 +227,8 @@ def _figure_spec(view: TimelineView, title: str, colour: str = "kernel") -> dict
     top = MATCH_ROW if view.search is not None else 0.0
     ticks = ([MATCH_ROW] if view.search is not None else []) + list(rows.values())
     labels = ([view.search] if view.search is not None else []) + main.get_column("label").to_list()
-    panel(1, [*([heatmap] if heatmap is not None else []), *bars, *overlays,
+    gaps = [heatmap, row_gaps(list(rows.values()), view, axis)] if heatmap is not None else []
+    panel(1, [*gaps, *bars, *overlays,
               *flow_traces(view.flows, rows, axis), *lane_legend(view, colour)],
           tickmode="array", tickvals=ticks, ticktext=labels,
           range=[max(3, len(rows)) - 0.5, top - 0.5], showgrid=False, zeroline=False, ticks="")
@@ -249,7 +251,7 @@ def _figure_spec(view: TimelineView, title: str, colour: str = "kernel") -> dict
                                colour)
         step = max(1, (deepest + 4) // 5)
         ticks = list(range(0, deepest + 1, step))
-        panel(number, [*stack_traces, *([kernels] if kernels is not None else []),
+        panel(number, [*stack_traces, *([kernels, row_gaps([-1.0], view, axis)] if kernels is not None else []),
                        *exact_bars(view.events, under, view, axis, selection_active, by_name=False, mode=colour)],
               title={"text": f"Python stack<br>{label}"}, range=[-1.6, deepest + 1], tickmode="array",
               tickvals=[-1, *ticks], ticktext=["kernels", *map(str, ticks)], zeroline=False)

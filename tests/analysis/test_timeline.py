@@ -14,6 +14,7 @@ from dashboard.analysis.timeline import (
     OVERLAY_GROUP,
     choose_exact,
     clamp_window,
+    crowded,
     exact_limit,
     lane_cell_arrays,
     prepare_timeline,
@@ -315,6 +316,32 @@ def test_small_window_lists_exact_events_with_rates() -> None:
     assert gemm["flops"] == 2e6 and gemm["key"] == kernel_key("gemm")
     # The python_function range feeds nothing but the stack panel; the stack table wins over it.
     assert view.stack_frames.get_column("function").sort().to_list() == ["main", "step"]
+
+
+def test_a_lane_whose_few_events_crowd_into_a_few_buckets_is_summarised() -> None:
+    # More than three starts per occupied bucket: bars narrower than a bucket, drawn over one another.
+    assert crowded(np.array([0, 4, 0, 0])) and not crowded(np.array([0, 3, 0, 3]))
+    assert not crowded(np.array([1, 1, 1, 1])) and not crowded(np.zeros(4, dtype=np.int64))
+    # Two CPU threads of 60 ops each, far under the exact budget: one's ops packed into the first
+    # hundredth of the run (a step's slivers at whole-run zoom), the other's spread over all of it.
+    n = 60
+    packed = np.arange(n, dtype=np.int64) * 1_000
+    spread = np.arange(n, dtype=np.int64) * 1_000_000
+    ranges = canonical(
+        "ranges", rank=[0] * 2 * n, device=[None] * 2 * n, thread=[1] * n + [2] * n,
+        name=["aten::add"] * 2 * n, category=["cpu_op"] * 2 * n,
+        start_ns=[*packed.tolist(), *spread.tolist()], end_ns=[*(packed + 500).tolist(), *(spread + 500_000).tolist()],
+        depth=[0] * 2 * n)
+    data = prepare_timeline(schema.empty("kernels"), schema.empty("memcpy"), ranges, schema.empty("stack"))
+    lanes = dict(data.lanes.select("label", "lane").iter_rows())
+    view = timeline_view(data)
+    exact = set(view.events.get_column("lane").to_list())
+    summarised = set(view.cells.get_column("lane").to_list())
+    assert lanes["CPU 2"] in exact and lanes["CPU 2"] not in summarised
+    assert lanes["CPU 1"] in summarised and lanes["CPU 1"] not in exact
+    # Zoomed onto the packed ops they spread over the buckets and are drawn one by one.
+    zoomed = timeline_view(data, (0, int(packed[-1]) + 500))
+    assert lanes["CPU 1"] in set(zoomed.events.get_column("lane").to_list())
 
 
 def test_full_view_of_a_dense_run_is_aggregated_within_the_mark_budget() -> None:

@@ -78,6 +78,10 @@ def test_zoom_writes_the_window_and_redraws_at_finer_detail(page: Page, server, 
     open_timeline(page, server, run_id)
     before = plot_state(page)
     assert "whole run" in before["title"] and before["heatmaps"] >= 1  # dense lanes are bucketed when zoomed out
+    # ... drawn as one pixel per bucket, scaled up unsmoothed (plotly's fast heatmap path, see lane_heatmap).
+    styles = page.evaluate(
+        f"() => Array.from(document.querySelectorAll('{GRAPH} .hm image'), image => image.style.imageRendering)")
+    assert styles and set(styles) == {"pixelated"}, styles
     drag = page.locator(f"{GRAPH} .nsewdrag[data-subplot='xy']").first
     box = drag.bounding_box()
     assert box is not None

@@ -210,3 +210,22 @@ def test_window_text_keeps_about_four_digits_of_the_window_width() -> None:
     assert window_span_text(2_066_000_000, 2_070_000_000, 1_222_750) == "2,064.777–2,068.777 ms"
     assert window_span_text(0, 53_300_000_000, 0) == "0.00–53.30 s"
     assert window_span_text(1_000, 1_450, 0) == "1,000.0–1,450.0 ns"
+
+
+def test_bucket_rows_are_one_unsmoothed_image_parted_by_white_lines(data) -> None:
+    figure = timeline_figure(timeline_view(data), "t")
+    heatmap = next(t for t in figure.data if t.type == "heatmap" and t.yaxis == "y")
+    # plotly.js draws a heatmap as one image pixel per cell, scaled up unsmoothed (image-rendering:
+    # pixelated), only without gaps or smoothing and on evenly spaced rows and columns; otherwise it paints
+    # every cell on a canvas the size of the plot and encodes it as a PNG.
+    assert not heatmap.ygap and not heatmap.xgap and not heatmap.zsmooth
+    assert heatmap.x is None and heatmap.dx > 0
+    assert np.allclose(np.diff(np.asarray(heatmap.y, dtype=float)), 1.0)
+    gaps = next(t for t in figure.data if t.name == "row gaps" and t.yaxis == "y")
+    assert gaps.mode == "lines" and gaps.hoverinfo == "skip" and gaps.line.color == "white"
+    edges = sorted({y for y in gaps.y if y is not None})
+    rows = np.asarray(heatmap.y, dtype=float)
+    assert edges == sorted({*(rows - 0.5).tolist(), *(rows + 0.5).tolist()})
+    # Drawn over the cells, under the exact bars.
+    order = [t.name for t in figure.data if t.yaxis == "y"]
+    assert order.index("row gaps") == order.index("buckets") + 1
