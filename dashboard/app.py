@@ -33,6 +33,8 @@ log = logging.getLogger("dashboard")
 # call when they load a lazy component, is served from assets/ (regenerator-runtime 0.14.1, MIT),
 # which Dash places before dash-renderer.
 _POLYFILL_SCRIPT = re.compile(r'<script src="[^"]*/polyfill@[^"]*"></script>\s*')
+# dash_table's loader, which Dash also puts on every page: no page draws a DataTable (grids are AG Grid).
+_DATA_TABLE_SCRIPT = re.compile(r'<script src="[^"]*/dash_table/bundle[^"]*"></script>\s*')
 # dcc's chunk that every page draws (the charts). Left lazy, it is asked for only when React first renders
 # a graph and revalidated on every load (its URL has no version); as a script tag it comes with the page's
 # scripts, fingerprinted and cached like them, and dcc's loader finds it already there. (No page draws a
@@ -67,7 +69,7 @@ def _dash_class() -> type[dash.Dash]:
 
             from dashboard.layouts.lazy_libraries import app_path, defer_libraries
 
-            kwargs["scripts"] = _POLYFILL_SCRIPT.sub("", kwargs["scripts"])
+            kwargs["scripts"] = _DATA_TABLE_SCRIPT.sub("", _POLYFILL_SCRIPT.sub("", kwargs["scripts"]))
             # AG Grid and Cytoscape only where the first screen draws them (layouts/lazy_libraries.py).
             kwargs["scripts"], lazy_meta = defer_libraries(
                 kwargs["scripts"], app_path(request.path, self.config.routes_pathname_prefix))
@@ -118,6 +120,7 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     from dashboard.ingest.uploads import install_upload_routes
     from dashboard.layouts import server_state
     from dashboard.server.auth import install_login
+    from dashboard.server.compile_hints import install_compile_hints
     from dashboard.server.health import health as server_health
     from dashboard.server.security import install_security
     from dashboard.store import memory
@@ -161,6 +164,7 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     # revalidation round trip per script on every page load.
     server.config["SEND_FILE_MAX_AGE_DEFAULT"] = 365 * 24 * 3600
     install_security(web_app(app))  # security headers, a clear 413
+    install_compile_hints(server, app.config.routes_pathname_prefix)  # after Dash's gzip: runs before it
     install_login(server, settings.users_file, settings.users)  # off unless users are configured
     install_upload_routes(server, server_state.current_jobs(), settings.max_upload_mb * 1024 * 1024)
     import dash

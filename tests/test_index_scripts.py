@@ -109,3 +109,32 @@ def test_lazy_libraries_paths_under_a_prefix() -> None:
     assert "dash_cytoscape.v2.min.js" in meta and "dash_ag_grid" not in meta
     assert defer_libraries('<script src="/assets/x.js"></script>', "/insights") == (
         '<script src="/assets/x.js"></script>', "")
+
+
+def test_component_scripts_are_served_with_v8s_compile_hint_first_and_still_gzipped(tmp_path: Path) -> None:
+    import gzip
+
+    from dashboard.server.compile_hints import COMPILE_HINT
+
+    app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    client = app.server.test_client()
+    scripts = re.findall(r'<script src="([^"]+)"', client.get("/planner").get_data(as_text=True))
+    suites = [src for src in scripts if "/_dash-component-suites/" in src]
+    assert any("react-dom" in src for src in suites) and any("dash_cytoscape" in src for src in suites)
+    for src in suites:
+        response = client.get(src, headers={"Accept-Encoding": "gzip"})
+        assert response.status_code == 200 and response.headers["Content-Encoding"] == "gzip", src
+        body = gzip.decompress(response.get_data())
+        assert body.startswith(COMPILE_HINT) and not body[len(COMPILE_HINT):].startswith(COMPILE_HINT), src
+        assert "max-age=31536000" in response.headers["Cache-Control"]
+    # Only the libraries' scripts: the app's own assets are served as they are.
+    asset = next(src for src in scripts if "/assets/after-charts.js" in src)
+    assert not client.get(asset).get_data().startswith(COMPILE_HINT)
+
+
+def test_no_page_loads_dash_tables_script(tmp_path: Path) -> None:
+    app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    client = app.server.test_client()
+    for path in ("/", "/kernels", "/planner"):
+        scripts = re.findall(r'<script src="([^"]+)"', client.get(path).get_data(as_text=True))
+        assert scripts and not any("/dash_table/" in src for src in scripts), path
