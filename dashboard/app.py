@@ -67,7 +67,7 @@ def _dash_class() -> type[dash.Dash]:
         def interpolate_index(self, **kwargs: str) -> str:
             from flask import request
 
-            from dashboard.layouts.lazy_libraries import app_path, defer_libraries
+            from dashboard.layouts.lazy_libraries import app_path, defer_libraries, eager_chunks
 
             kwargs["scripts"] = _DATA_TABLE_SCRIPT.sub("", _POLYFILL_SCRIPT.sub("", kwargs["scripts"]))
             # AG Grid and Cytoscape only where the first screen draws them (layouts/lazy_libraries.py).
@@ -81,7 +81,9 @@ def _dash_class() -> type[dash.Dash]:
             kwargs["css"] += "".join(f'<link rel="preload" href="{prefix}{name}" as="fetch" crossorigin>'
                                      for name in ("_dash-layout", "_dash-dependencies"))
             chunks = self._collect_and_register_resources(
-                [{"relative_package_path": chunk, "namespace": "dash"} for chunk in EAGER_CHUNKS])
+                [{"relative_package_path": chunk, "namespace": "dash"} for chunk in EAGER_CHUNKS]
+                + [{"relative_package_path": chunk, "namespace": namespace}
+                   for namespace, chunk in eager_chunks(kwargs["scripts"])])
             kwargs["scripts"] += "".join(f'<script src="{src}"></script>' for src in chunks)
             return super().interpolate_index(**kwargs)
 

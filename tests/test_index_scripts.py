@@ -138,3 +138,17 @@ def test_no_page_loads_dash_tables_script(tmp_path: Path) -> None:
     for path in ("/", "/kernels", "/planner"):
         scripts = re.findall(r'<script src="([^"]+)"', client.get(path).get_data(as_text=True))
         assert scripts and not any("/dash_table/" in src for src in scripts), path
+
+
+def test_the_grids_chunk_comes_as_a_versioned_tag_where_the_grid_does_and_nowhere_else(tmp_path: Path) -> None:
+    app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
+    client = app.server.test_client()
+    runs = re.findall(r'<script src="([^"]+)"', client.get("/").get_data(as_text=True))
+    grid = next(i for i, src in enumerate(runs) if "/dash_ag_grid/dash_ag_grid." in src)
+    chunk = next(i for i, src in enumerate(runs) if "/dash_ag_grid/async-community.v" in src)
+    assert grid < chunk
+    response = client.get(runs[chunk])
+    assert response.status_code == 200 and "max-age=31536000" in response.headers["Cache-Control"]
+    for path in ("/insights", "/kernels", "/planner"):  # grids drawn after the charts: library and chunk later
+        scripts = re.findall(r'<script src="([^"]+)"', client.get(path).get_data(as_text=True))
+        assert not any("/dash_ag_grid/" in src for src in scripts), path

@@ -22,6 +22,10 @@ LIBRARIES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "dash_ag_grid": (("AgGrid",), frozenset({"/"})),  # the Runs page is its grid
     "dash_cytoscape": (("Cytoscape", "CyLeaflet"), frozenset({"/planner", "/compiler"})),  # graphs on top
 }
+# namespace -> the chunks its components load on first draw. Where the library comes as a tag, its chunks
+# come as tags too: left lazy, a chunk is asked for only once React draws the component, and revalidated
+# on every load (its URL has no version): ~30 ms on the Runs page's critical path.
+CHUNKS: dict[str, tuple[str, ...]] = {"dash_ag_grid": ("async-community.js",)}
 _TAG = re.compile(r'<script src="(?P<src>[^"]*/(?P<namespace>dash_ag_grid|dash_cytoscape)/[^"]*)"></script>\s*')
 
 
@@ -56,3 +60,9 @@ def app_path(request_path: str, pathname_prefix: str) -> str:
     prefix = pathname_prefix.rstrip("/")
     inside = request_path[len(prefix):] if prefix and request_path.startswith(prefix) else request_path
     return "/" + inside.strip("/")
+
+
+def eager_chunks(scripts: str) -> list[tuple[str, str]]:
+    """(namespace, chunk) of each library whose script tag is in the page's `scripts` (after defer_libraries)."""
+    return [(namespace, chunk) for namespace, chunks in CHUNKS.items()
+            if f"/{namespace}/" in scripts for chunk in chunks]

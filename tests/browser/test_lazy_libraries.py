@@ -78,3 +78,15 @@ def test_a_library_that_cannot_load_is_said_in_its_place(page: Page, server) -> 
         "This view needs dash_ag_grid, which did not load", timeout=30_000)
     # The rest of the page is drawn.
     expect(page.locator("#kernels-bar .main-svg").first).to_be_attached()
+
+
+def test_the_runs_page_has_the_grids_chunk_with_its_scripts_and_never_asks_for_it_again(
+        page: Page, server, console_errors) -> None:
+    page.goto(f"{server.url}/")
+    expect(page.locator("#runs-grid .ag-row").first).to_be_visible(timeout=30_000)
+    page.wait_for_function(REAL_GRID, timeout=20_000)
+    chunks = [entry["name"] for entry in _fetched(page, "dash_ag_grid") if "/async-community" in entry["name"]]
+    # One request, for the versioned script tag (cached for a year); the grid's loader found it there
+    # instead of asking for the unversioned file when React drew the grid.
+    assert len(chunks) == 1 and "/async-community.v" in chunks[0], chunks
+    assert console_errors == []
