@@ -91,3 +91,14 @@ def test_pickers_are_native_selects_and_checklists(client: Any, path: str) -> No
         values = {option["value"] for option in props.get("options") or []}
         assert all(isinstance(value, str) for value in values), props.get("id")
         assert props.get("value") in values | {""}, (props.get("id"), props.get("value"))
+
+
+def test_the_compiler_pages_code_panels_are_in_the_layout_and_their_stores_start_empty(client: Any) -> None:
+    # Drawn with the page (layouts/html_panel.py), not by an initial callback a cycle after the charts;
+    # the stores carry only later steps, so the (possibly megabytes of) code is sent once.
+    tree = dash_layout(client, f"{HOST}/compiler")
+    for name in ("python", "stages", "ir", "diff"):
+        panel = by_id(tree, f"compiler-{name}")
+        assert panel["type"] == "HtmlPanel" and panel["namespace"] == "dashboard_components"
+        assert "data" not in by_id(tree, f"compiler-{name}-html")["props"]
+    assert 'class="code-line' in by_id(tree, "compiler-ir")["props"]["html"]

@@ -22,6 +22,7 @@ from dash import Input, Output, State, callback, clientside_callback, ctx, dcc, 
 
 from dashboard.layouts.compiler_launches import launches_section
 from dashboard.layouts.compiler_panels import PANELS, links, panels
+from dashboard.layouts.html_panel import HtmlPanel
 from dashboard.layouts.page import chart, run_page
 from dashboard.layouts.select import native_select
 from dashboard.layouts.server_state import current_store
@@ -62,15 +63,15 @@ def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     ], className="d-flex flex-wrap align-items-end")
 
     def panel(title: str, name: str) -> html.Div:
-        # The code arrives as one HTML string in a store and the browser parses it into the empty Div
-        # (CODE_PANELS_JS): React never owns those lines. Rendered by dcc.Markdown, an 18k-line IR step
-        # took 3-4 s of the browser's time per step change.
+        # The code is one HTML string the browser parses natively: drawn with the page (HtmlPanel), then
+        # each later step's arrives in the store and CODE_PANELS_JS writes it in; React never owns the lines.
+        # Rendered by dcc.Markdown, an 18k-line IR step took 3-4 s of the browser's time per step change.
         return html.Div([
             html.Div([html.Strong(title, className="me-2"),
                       html.Small(parts[f"{name}_note"], id=f"compiler-{name}-note", className="text-muted")],
                      className="mb-1"),
-            dcc.Store(id=f"compiler-{name}-html", data=parts[name]),
-            html.Div(html.Div(id=f"compiler-{name}", className="ir-html"), className="ir-panel"),
+            dcc.Store(id=f"compiler-{name}-html"),  # empty until a later step: the panel holds the first
+            html.Div(HtmlPanel(id=f"compiler-{name}", html=parts[name], className="ir-html"), className="ir-panel"),
         ], className="mb-3")
 
     return html.Div([
@@ -181,7 +182,8 @@ function(python, stages, ir, diff) {
     const contents = {python: python, stages: stages, ir: ir, diff: diff};
     Object.entries(contents).forEach(function([name, content]) {
         const target = document.getElementById("compiler-" + name);
-        if (target && target.drawnHtml !== content) {  // a property, not an attribute: megabytes of it
+        // null: the store's first value, the panel holds the page's own (HtmlPanel).
+        if (target && content !== null && content !== undefined && target.drawnHtml !== content) {
             target.innerHTML = content || "";
             target.drawnHtml = content;
         }
