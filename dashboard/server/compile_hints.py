@@ -9,6 +9,7 @@ interleaved A/B over 8 rounds: 14-42 ms sooner on /, /insights, /planner, /timel
 first visits unchanged within noise (Chrome compiles the streamed scripts off the main thread).
 
 The hint is prepended when Dash serves a library's script (before gzip); the file on disk is unchanged.
+The libraries' source maps (what the browser's developer tools read) then point one line above the code.
 """
 
 from __future__ import annotations
