@@ -32,9 +32,8 @@ log = logging.getLogger("dashboard")
 # browsers lack, the global `regeneratorRuntime` that dash-renderer, dcc and dash-bootstrap-components
 # call when they load a lazy component, is served from assets/ (regenerator-runtime 0.14.1, MIT),
 # which Dash places before dash-renderer.
-_POLYFILL_SCRIPT = re.compile(r'<script src="[^"]*/polyfill@[^"]*"></script>\s*')
-# dash_table's loader, which Dash also puts on every page: no page draws a DataTable (grids are AG Grid).
-_DATA_TABLE_SCRIPT = re.compile(r'<script src="[^"]*/dash_table/bundle[^"]*"></script>\s*')
+# dash_table's loader, which Dash also puts on every page, goes too: no page draws a DataTable (grids are AG Grid).
+_UNUSED_SCRIPTS = re.compile(r'<script src="[^"]*/(?:polyfill@|dash_table/bundle)[^"]*"></script>\s*')
 # dcc's chunk that every page draws (the charts). Left lazy, it is asked for only when React first renders
 # a graph and revalidated on every load (its URL has no version); as a script tag it comes with the page's
 # scripts, fingerprinted and cached like them, and dcc's loader finds it already there. (No page draws a
@@ -69,7 +68,7 @@ def _dash_class() -> type[dash.Dash]:
 
             from dashboard.layouts.lazy_libraries import app_path, defer_libraries, eager_chunks
 
-            kwargs["scripts"] = _DATA_TABLE_SCRIPT.sub("", _POLYFILL_SCRIPT.sub("", kwargs["scripts"]))
+            kwargs["scripts"] = _UNUSED_SCRIPTS.sub("", kwargs["scripts"])
             # AG Grid and Cytoscape only where the first screen draws them (layouts/lazy_libraries.py).
             kwargs["scripts"], lazy_meta = defer_libraries(
                 kwargs["scripts"], app_path(request.path, self.config.routes_pathname_prefix))

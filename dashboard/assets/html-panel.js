@@ -6,12 +6,9 @@
 
     function HtmlPanel(props) {
         const ref = React.useRef(null);
-        const html = props.html || "";
-        React.useLayoutEffect(function () {
-            if (ref.current && ref.current.drawnHtml === undefined) { ref.current.drawnHtml = html; }
-        }, []);
         // Set once: what callbacks later write into the element is theirs, React does not redraw it.
-        const [first] = React.useState(html);
+        const [first] = React.useState(props.html || "");
+        React.useLayoutEffect(function () { ref.current.drawnHtml = first; }, []);
         return React.createElement("div", {id: props.id, className: props.className, ref: ref,
                                            dangerouslySetInnerHTML: {__html: first}});
     }

@@ -227,8 +227,8 @@ def _figure_spec(view: TimelineView, title: str, colour: str = "kernel") -> dict
     top = MATCH_ROW if view.search is not None else 0.0
     ticks = ([MATCH_ROW] if view.search is not None else []) + list(rows.values())
     labels = ([view.search] if view.search is not None else []) + main.get_column("label").to_list()
-    gaps = [heatmap, row_gaps(list(rows.values()), view, axis)] if heatmap is not None else []
-    panel(1, [*gaps, *bars, *overlays,
+    buckets = [heatmap, row_gaps(list(rows.values()), view, axis)] if heatmap is not None else []
+    panel(1, [*buckets, *bars, *overlays,
               *flow_traces(view.flows, rows, axis), *lane_legend(view, colour)],
           tickmode="array", tickvals=ticks, ticktext=labels,
           range=[max(3, len(rows)) - 0.5, top - 0.5], showgrid=False, zeroline=False, ticks="")

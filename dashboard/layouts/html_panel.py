@@ -2,7 +2,7 @@
 
 The compiler page's code panels (an IR step can be 18 k lines) are one HTML string each that the
 browser parses natively; React never owns the lines. Written into empty Divs by an initial clientside
-callback, they appeared one callback cycle after the charts (~60 ms on /compiler, warm); drawn by this
+callback, they appeared one callback cycle after the charts (33-45 ms of /compiler, warm); drawn by this
 component (assets/html-panel.js) they come with the first render. Later steps still arrive through
 the page's stores and its callback, which writes the panel's DOM directly: the component marks what it
 drew (`drawnHtml`, the property that callback compares), so its first call redraws nothing.
