@@ -12,6 +12,7 @@ from dashboard.store import RunStore
 from tests.support.kernel_tables import kernel_tables
 from tests.support.layered_run import layered_tables
 from tests.support.native_select import choose, option_labels
+from tests.support.settled_click import click_centre, settled_box
 
 DELTA_BARS = "#compare-delta g.trace.bars g.point"
 
@@ -37,9 +38,7 @@ def test_ranks_of_one_run_by_default_then_a_bar_selects_a_kernel(page: Page, ser
     expect(page).to_have_url(re.compile(rf"other={first}&other_rank=1"))
     expect(page.locator("#compare-table .ag-center-cols-container .ag-row").first).to_be_visible()
     key = page.evaluate("() => document.querySelector('#compare-delta .js-plotly-plot').data[0].customdata[0]")
-    box = page.locator(DELTA_BARS).first.bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    click_centre(page, page.locator(DELTA_BARS).first)
     expect(page).to_have_url(re.compile(rf"sel={key}(&|$)"))
     page.wait_for_function("""() => {
         const points = document.querySelector('#compare-delta .js-plotly-plot').data[0].selectedpoints;
@@ -78,10 +77,8 @@ def test_a_layer_bar_carries_the_layer_to_the_layers_page(page: Page, server, co
         let best = 0;
         bars.x.forEach((x, i) => { if (Math.abs(x) > Math.abs(bars.x[best])) best = i; });
         return [best, ...bars.customdata[best]]; }""")
-    page.locator("#compare-layers").scroll_into_view_if_needed()  # below the fold: mouse clicks need it in view
-    box = bars.nth(index).bounding_box()
-    assert box is not None and box["width"] > 2
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert settled_box(page, bars.nth(index))["width"] > 2  # below the fold: scrolled into view to click
+    click_centre(page, bars.nth(index))
     expect(page).to_have_url(re.compile(rf"layer={re.escape(layer)}&pass={pass_}"))
     expect(page.locator("a.nav-link", has_text="Layers")).to_have_attribute("href", re.compile(r"layer="))
     assert console_errors == []

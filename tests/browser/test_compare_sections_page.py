@@ -18,6 +18,7 @@ from dashboard.store import RunStore
 from tests.browser.conftest import Server, start_server
 from tests.support.kernel_tables import kernel_tables
 from tests.support.native_select import choose
+from tests.support.settled_click import click_centre
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +85,7 @@ def test_history_point_opens_the_compare_with_the_run_before(page: Page, compare
     # Click the step-time point of the last run: its compare against the second run opens.
     points = page.locator("#history-trend g.trace.scatter").first.locator("path.point")
     expect(points).to_have_count(3)
-    box = points.nth(2).bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    click_centre(page, points.nth(2))
     expect(page).to_have_url(re.compile(rf"/compare\?run={series[1]}&other={series[2]}"), timeout=20_000)
     expect(page.locator("#compare-sides")).to_contain_text(f"A = {series[1]}")
     expect(page.locator("#compare-passes-section")).to_be_visible(timeout=20_000)

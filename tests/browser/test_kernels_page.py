@@ -13,6 +13,7 @@ from dashboard.analysis.kernel_keys import kernel_key
 from dashboard.store import RunStore
 from dashboard.views.params import format_window
 from tests.support.layered_run import DEVICE_METADATA, GEMM, layered_tables
+from tests.support.settled_click import click_centre
 
 DISTINCT_KERNELS = 6
 CENTER_ROWS = "#kernels-table .ag-center-cols-container .ag-row"
@@ -36,9 +37,7 @@ def open_kernels(page: Page, server, run_id: str, **params: str) -> None:
 
 def click_plot_point(page: Page, locator) -> None:
     """Click the middle of a plotted mark: plotly's drag layer sits on top, so click by position."""
-    box = locator.bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    click_centre(page, locator)
 
 
 def wait_selected(page: Page, graph: str, count: int) -> None:

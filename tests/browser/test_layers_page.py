@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 from dashboard.store import RunStore
 from dashboard.views.params import format_window
 from tests.support.layered_run import DEVICE_METADATA, layered_tables
+from tests.support.settled_click import click_centre
 
 AG_ROWS = "#layers-kernels-table .ag-center-cols-container .ag-row"
 
@@ -54,9 +55,7 @@ def test_clicking_a_box_lists_its_kernels_and_writes_the_url(page: Page, server,
     boxes = page.locator("#layers-runtime g.trace.boxes").nth(backward).locator("path.box")
 
     def click_box(index: int) -> None:
-        box = boxes.nth(index).bounding_box()
-        assert box is not None
-        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        click_centre(page, boxes.nth(index))
 
     click_box(1)
     expect(page.locator("#layers-detail-title")).to_contain_text("Kernels of blocks.0.attn (backward)")

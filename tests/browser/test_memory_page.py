@@ -13,6 +13,7 @@ from dashboard.analysis.memory import peaks
 from dashboard.demo import tt_memory_log
 from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
+from tests.support.settled_click import click_centre
 
 GRAPH = "#memory-curves .js-plotly-plot"
 TRACKS = 4  # DRAM, L1, L1_SMALL and fragmentation (the demo has no TRACE region)
@@ -145,11 +146,7 @@ def test_selecting_an_op_type_highlights_its_ops(page: Page, server, run_id: str
     expect(page.locator("#memory-table-count")).to_have_text(f"{len(matmuls)} ops · type MatmulOp")
     # Clicking a growth bar picks its op and its op type.
     bar = page.locator("#memory-growth .bars .point path").first
-    bar.scroll_into_view_if_needed()
-    box = bar.bounding_box()
-    assert box is not None
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    click_centre(page, bar)
     expect(page).to_have_url(re.compile(r"[?&]op=\d+"), timeout=15_000)
     picked = int(query(page)["op"])
     op_type = ops.filter(pl.col("op_index") == picked)["op_type"][0]

@@ -20,6 +20,7 @@ from dashboard.ingest.pipeline import ingest_paths
 from dashboard.layouts.planner_scripts import EXPORT_GAP, EXPORT_SCALE, GRAPH_IMAGE_OPTIONS_JS
 from dashboard.store import RunStore
 from tests.support.native_select import choose, shown_label
+from tests.support.settled_click import click_centre
 
 G1, G2 = "ws#1", "ws#2"  # the attention kernel (op ids) and the GEMM (no op ids, no SMEM graph)
 CY = "document.querySelector('#planner-graph')._cyreg.cy"
@@ -142,10 +143,7 @@ def test_selecting_a_buffer_highlights_its_channels_and_ops(
     k = buffers.filter((pl.col("group") == G1) & (pl.col("name") == "k")).row(0, named=True)
     order = page.evaluate("() => document.querySelector('#planner-smem-timeline .js-plotly-plot').data[0].customdata")
     bar = page.locator("#planner-smem-timeline g.trace.bars g.point").nth(order.index(k["buffer_index"]))
-    bar.scroll_into_view_if_needed()
-    box = bar.bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    click_centre(page, bar)
     expect(page).to_have_url(re.compile(rf"buffer=SMEM-{k['buffer_index']}(&|$)"))
     mine = channels.filter((pl.col("group") == G1) & pl.col("uid").is_in(k["channels"]))
     endpoints = set(mine["src_node"].to_list()) | set(mine["dst_node"].to_list())
