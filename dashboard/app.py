@@ -23,6 +23,7 @@ from dashboard.settings import Settings
 if TYPE_CHECKING:
     import dash
 
+    from dashboard.server.asset_bundles import Bundle
     from dashboard.server.security import WebApp
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -63,10 +64,13 @@ def _dash_class() -> type[dash.Dash]:
     import dash
 
     class DashWithoutPolyfill(dash.Dash):
+        asset_bundles: dict[str, Bundle] = {}  # noqa: RUF012  (set once by create_app)
+
         def interpolate_index(self, **kwargs: str) -> str:
             from flask import request
 
             from dashboard.layouts.lazy_libraries import app_path, defer_libraries, eager_chunks
+            from dashboard.server.asset_bundles import with_bundle
 
             kwargs["scripts"] = _UNUSED_SCRIPTS.sub("", kwargs["scripts"])
             # AG Grid and Cytoscape only where the first screen draws them (layouts/lazy_libraries.py).
@@ -84,6 +88,10 @@ def _dash_class() -> type[dash.Dash]:
                 + [{"relative_package_path": chunk, "namespace": namespace}
                    for namespace, chunk in eager_chunks(kwargs["scripts"])])
             kwargs["scripts"] += "".join(f'<script src="{src}"></script>' for src in chunks)
+            # The app's own scripts and style sheets: one file of each kind (server/asset_bundles.py).
+            for bundle in self.asset_bundles.values():
+                key = "scripts" if bundle.kind == "js" else "css"
+                kwargs[key] = with_bundle(kwargs[key], bundle, prefix)
             return super().interpolate_index(**kwargs)
 
     return DashWithoutPolyfill
@@ -120,6 +128,7 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     from dashboard.ingest.child_temp import remove_stale_child_temps
     from dashboard.ingest.uploads import install_upload_routes
     from dashboard.layouts import server_state
+    from dashboard.server.asset_bundles import build_bundles, install_asset_bundles
     from dashboard.server.auth import install_login
     from dashboard.server.compile_hints import install_compile_hints
     from dashboard.server.health import health as server_health
@@ -166,6 +175,9 @@ def create_app(settings: Settings | None = None) -> dash.Dash:
     server.config["SEND_FILE_MAX_AGE_DEFAULT"] = 365 * 24 * 3600
     install_security(web_app(app))  # security headers, a clear 413
     install_compile_hints(server, app.config.routes_pathname_prefix)  # after Dash's gzip: runs before it
+    # Not under --debug: Dash's hot reload swaps the single asset files it serves.
+    app.asset_bundles = {} if settings.debug else build_bundles(PACKAGE_DIR / "assets")
+    install_asset_bundles(server, app.asset_bundles, app.config.routes_pathname_prefix)
     install_login(server, settings.users_file, settings.users)  # off unless users are configured
     install_upload_routes(server, server_state.current_jobs(), settings.max_upload_mb * 1024 * 1024)
     import dash

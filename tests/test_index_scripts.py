@@ -7,13 +7,13 @@ from pathlib import Path
 
 from dashboard.app import create_app
 from dashboard.settings import Settings
+from tests.support.page_scripts import page_scripts
 
 
 def test_index_serves_regenerator_runtime_before_dash_renderer_and_no_babel_polyfill(tmp_path: Path) -> None:
     app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
-    html = app.server.test_client().get("/kernels").get_data(as_text=True)
-    scripts = re.findall(r'<script src="([^"]+)"', html)
-    assert scripts, html
+    scripts = page_scripts(app.server.test_client(), "/kernels")
+    assert scripts
     assert not any("polyfill@" in src for src in scripts)
     # dash-renderer, dcc and dash-bootstrap-components call the global `regeneratorRuntime` when they
     # load a lazy component (dcc.Graph among them): it must be there before the renderer starts.
@@ -31,8 +31,7 @@ def test_after_charts_is_served_before_dash_renderer_and_serialises_to_its_names
     from dashboard.layouts.browser_component import NAMESPACE
 
     app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
-    html_text = app.server.test_client().get("/kernels").get_data(as_text=True)
-    scripts = re.findall(r'<script src="([^"]+)"', html_text)
+    scripts = page_scripts(app.server.test_client(), "/kernels")
     # The renderer resolves window.dashboard_components.AfterCharts when it draws the layout.
     defined = next(i for i, src in enumerate(scripts) if "/assets/after-charts.js" in src)
     assert defined < next(i for i, src in enumerate(scripts) if "dash_renderer" in src)
@@ -90,7 +89,7 @@ def test_ag_grid_and_cytoscape_come_as_tags_only_where_the_first_screen_draws_th
             assert response.status_code == 200 and "max-age=31536000" in response.headers["Cache-Control"]
     assert _lazy_libraries(client.get("/insights").get_data(as_text=True))["dash_ag_grid"]["types"] == ["AgGrid"]
     # The stand-ins are defined before the renderer draws the layout.
-    scripts = re.findall(r'<script src="([^"]+)"', client.get("/insights").get_data(as_text=True))
+    scripts = page_scripts(client, "/insights")
     stand_ins = next(i for i, src in enumerate(scripts) if "/assets/lazy-libraries.js" in src)
     assert stand_ins < next(i for i, src in enumerate(scripts) if "dash_renderer" in src)
 
@@ -127,9 +126,11 @@ def test_component_scripts_are_served_with_v8s_compile_hint_first_and_still_gzip
         body = gzip.decompress(response.get_data())
         assert body.startswith(COMPILE_HINT) and not body[len(COMPILE_HINT):].startswith(COMPILE_HINT), src
         assert "max-age=31536000" in response.headers["Cache-Control"]
-    # Only the libraries' scripts: the app's own assets are served as they are.
-    asset = next(src for src in scripts if "/assets/after-charts.js" in src)
-    assert not client.get(asset).get_data().startswith(COMPILE_HINT)
+    # The app's own assets are served as they are; the file that joins them starts with the hint once.
+    assert not client.get("/assets/after-charts.js").get_data().startswith(COMPILE_HINT)
+    joined = next(src for src in scripts if "/_bundles/" in src)
+    body = client.get(joined).get_data()
+    assert body.startswith(COMPILE_HINT) and body.count(COMPILE_HINT) == 1
 
 
 def test_no_page_loads_dash_tables_script(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import dash_bootstrap_components as dbc
@@ -14,6 +13,7 @@ from dashboard.layouts.browser_component import NAMESPACE
 from dashboard.layouts.static_html import static_html, to_static
 from dashboard.settings import Settings
 from tests.support.dash_requests import components
+from tests.support.page_scripts import page_scripts
 
 
 def test_a_table_becomes_one_component_whose_nodes_keep_dashs_shape() -> None:
@@ -61,7 +61,7 @@ def test_what_is_not_plain_markup_is_refused_not_dropped(component: object) -> N
 
 def test_the_script_is_served_before_dash_renderer_and_draws_links_as_dcc_link_does(tmp_path: Path) -> None:
     app = create_app(Settings(data_dir=tmp_path / "data", seed_demo=False))
-    scripts = re.findall(r'<script src="([^"]+)"', app.server.test_client().get("/insights").get_data(as_text=True))
+    scripts = page_scripts(app.server.test_client(), "/insights")
     defined = next(i for i, src in enumerate(scripts) if "/assets/static-html.js" in src)
     assert defined < next(i for i, src in enumerate(scripts) if "dash_renderer" in src)
     source = (Path(app.config.assets_folder) / "static-html.js").read_text()
