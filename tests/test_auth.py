@@ -49,7 +49,9 @@ def guarded(tmp_path_factory: pytest.TempPathFactory, lines: dict[str, str]):
     client = app.server.test_client()
     index = client.get("/", headers=basic(ALICE, ALICE_PASSWORD)).get_data(as_text=True)
     suite = re.search(r'src="(/_dash-component-suites/[^"]+)"', index).group(1)
-    return {"client": client, "run_id": run_id, "suite": suite, "users_file": users_file, "root": root}
+    joined = re.search(r'src="(/_bundles/[^"]+)"', index).group(1)  # the app's own scripts, joined
+    return {"client": client, "run_id": run_id, "suite": suite, "joined": joined, "users_file": users_file,
+            "root": root}
 
 
 def protected_requests(guarded) -> list[tuple[str, str, dict | None]]:
@@ -69,6 +71,7 @@ def protected_requests(guarded) -> list[tuple[str, str, dict | None]]:
         ("POST", "/_dash-update-component", router),
         ("GET", "/assets/dashboard.css", None),
         ("GET", guarded["suite"], None),
+        ("GET", guarded["joined"], None),
         ("GET", "/_favicon.ico", None),
         ("GET", "/_reload-hash", None),
         ("GET", f"/runs/{run_id}/trace.json", None),
