@@ -39,15 +39,12 @@ _TAG = {
 
 @dataclass(frozen=True)
 class Bundle:
-    """One kind's files of assets/, joined; `members` in the order they run."""
+    """One kind's files of assets/, joined; `members` in the order they run; `file_name` carries the digest."""
 
     kind: str
     members: tuple[str, ...]
     body: bytes
-
-    @property
-    def file_name(self) -> str:
-        return f"{self.kind}-{hashlib.sha256(self.body).hexdigest()[:16]}.{self.kind}"
+    file_name: str
 
     def tag(self, prefix: str) -> str:
         url = f"{prefix}{ROUTE}{self.file_name}"
@@ -61,7 +58,9 @@ def build_bundles(assets_dir: Path) -> dict[str, Bundle]:
         names = tuple(sorted(path.name for path in assets_dir.glob(f"*.{kind}")
                              if path.is_file() and not SEPARATE.match(path.name)))
         if names:
-            bundles[kind] = Bundle(kind, names, _joined(assets_dir, names, kind))
+            body = _joined(assets_dir, names, kind)
+            # Hashed once here: every page's index names the file.
+            bundles[kind] = Bundle(kind, names, body, f"{kind}-{hashlib.sha256(body).hexdigest()[:16]}.{kind}")
     return bundles
 
 
