@@ -86,7 +86,7 @@ def _boxes_drawn(state: dict[str, Any], drawn: dict[str, Any] | None) -> bool:
 @run_page("layers", "Layers", "Per-layer runtime and throughput, forward and backward", EVIDENCE, PATH, also="kernels")
 def layout(chosen: Run, header: html.Div, query: dict[str, Any]) -> html.Div:
     state = view.State.from_query(query, chosen)
-    boxes = view.box_figures(chosen, state)
+    boxes = view.page_box_figures(chosen, state)
     detail = view.detail(chosen, state)
     selected = state.selected
     controls = html.Div([
@@ -223,7 +223,7 @@ def update_layers(rank_value: Any, dtype_value: Any, peak_value: Any, _clear_win
         return (runtime, throughput, no_update, detail.title, *detail_outputs(run_id, detail, drawn_bars),
                 state.selected is None, state.selected is None, _selected_store(state), no_update, no_update,
                 no_update, url_state)
-    boxes = view.box_figures(run, state)
+    boxes = view.page_box_figures(run, state)
     detail = view.detail(run, state)
     return (
         # The peak only moves the throughput chart.
