@@ -8,12 +8,13 @@ import dash_bootstrap_components as dbc
 import polars as pl
 from dash import dcc, html
 
-from dashboard.analysis.compare_compiler import BOTH, DIFFERS, ONLY_A, CompilerComparison, compare_compiles
+from dashboard.analysis.compare_compiler import BOTH, DIFFERS, ONLY_A, CompilerComparison
 from dashboard.analysis.compiler import MAX_DIFF_LINES
 from dashboard.layouts.ir_code import MAX_RENDER_LINES, unified_html
 from dashboard.layouts.select import native_select
 from dashboard.layouts.static_html import static_html
 from dashboard.store import Run
+from dashboard.views.compare_sections import compiler_comparison
 
 MAX_PASS_ROWS = 400  # longer pass lists show their first rows (the differing ones are listed above the table)
 _ROW_CLASS = {ONLY_A: "table-danger", "only B": "table-success"}
@@ -72,7 +73,7 @@ def _first_text(comparison: CompilerComparison) -> str:
 def compiler_body(run_a: Run, run_b: Run, wanted: tuple[Any, Any, Any]) -> tuple[list[Any], dict[str, Any]]:
     """The section's content for the wanted (compile A, compile B, aligned position) and what it chose:
     compile_a, compile_b, ir_pass (the aligned position diffed) and pass_options (the positions both ran)."""
-    comparison = compare_compiles(run_a, run_b, *wanted)
+    comparison = compiler_comparison(run_a, run_b, *wanted)
     if comparison is None:
         return [html.Div("A side has no compile.", className="small")], {"pass_options": []}
     aligned = comparison.aligned

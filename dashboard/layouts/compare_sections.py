@@ -29,7 +29,6 @@ from dashboard.analysis.compare_planner import (
     peak_changes,
 )
 from dashboard.analysis.gpu_busy import BUSY_DEFINITION
-from dashboard.analysis.rank_steps import step_time
 from dashboard.analysis.units import format_bytes, format_ns
 from dashboard.layouts.compare_compiler import compiler_section
 from dashboard.layouts.compare_cuda_memory import cuda_memory_section
@@ -54,8 +53,8 @@ def _card(title: str, section_id: str, *children: Any) -> html.Div:
 
 
 def passes_section(run_a: Run, run_b: Run, a: Side, b: Side) -> html.Div:
-    figures = sections.passes_figures(run_a, run_b, a, b)
-    (step_a, source_a), (step_b, source_b) = step_time(run_a, a.rank), step_time(run_b, b.rank)
+    figures = sections.page_passes_figures(run_a, run_b, a, b)
+    (step_a, source_a), (step_b, source_b) = sections.step_time(run_a, a.rank), sections.step_time(run_b, b.rank)
     steps = (f"Step time A {format_ns(step_a)} · B {format_ns(step_b)}"
              + (f" · B − A {_signed(step_b - step_a, format_ns)}" if step_a is not None and step_b is not None else "")
              + f" (from A: {source_a}; B: {source_b})")

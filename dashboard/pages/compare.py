@@ -141,7 +141,7 @@ def _picked_sides(state: view.State, run: Any, rank_value: Any, other: Any, othe
 
 def render(compared: CompareView, state: view.State) -> dict[str, Any]:
     rows, unit = view.table_rows(compared)
-    return {**view.kernel_figures(compared, state), "rows": rows, "columns": column_defs(unit),
+    return {**view.page_kernel_figures(current_store(), compared, state), "rows": rows, "columns": column_defs(unit),
             "summary": view.summary_text(compared), "sides": f"A = {compared.a.label}   ·   B = {compared.b.label}"}
 
 

@@ -17,8 +17,10 @@ import plotly.graph_objects as go
 from dashboard.analysis.compare import Side
 from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.compare import delta_figure, layer_delta_figure, totals_scatter
+from dashboard.figures.plain import plain
 from dashboard.store import Run, RunStore
 from dashboard.views import compare_sections, params, run_views
+from dashboard.views.cache import per_run
 from dashboard.views.compare_sides import CompareView, choose_sides, compare_view
 from dashboard.views.state import ViewState, param
 
@@ -76,6 +78,20 @@ def kernel_figures(view: CompareView, state: State) -> dict[str, go.Figure]:
     return {"compare-delta": delta_figure(view.comparison, state.top, selected, a, b),
             "compare-scatter": totals_scatter(view.comparison, selected, a, b),
             "compare-layers": layer_delta_figure(view.layers, state.chosen_layer, a, b)}
+
+
+def page_kernel_figures(store: RunStore, compared: CompareView, state: State) -> dict[str, dict[str, Any]]:
+    """kernel_figures as the page sends them: plain JSON values cached per pair of runs, sides and state (never
+    mutate); a load then serialises plain values instead of building and validating three figures again."""
+    a_run = store.open(compared.a.run_id)
+    b_run = a_run if compared.b.run_id == compared.a.run_id else store.open(compared.b.run_id)
+    return _plain_kernel_figures(a_run, b_run, compared.a, compared.b, state)
+
+
+@per_run(16)
+def _plain_kernel_figures(a_run: Run, b_run: Run, a: Side, b: Side, state: State) -> dict[str, dict[str, Any]]:
+    compared = compare_view(RunStore.containing(a_run), a, b)
+    return {name: plain(figure) for name, figure in kernel_figures(compared, state).items()}
 
 
 def figures(run: Run, state: State) -> dict[str, go.Figure]:

@@ -4,10 +4,14 @@ and by the PNG export alike."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import plotly.graph_objects as go
 import polars as pl
 
+from dashboard.analysis import rank_steps
 from dashboard.analysis.compare import Side
+from dashboard.analysis.compare_compiler import CompilerComparison, compare_compiles
 from dashboard.analysis.compare_cuda_memory import run_peak_deltas
 from dashboard.analysis.compare_memory import align_ops, aligned_curves, first_divergence, op_sequence, peak_comparison
 from dashboard.analysis.compare_passes import busy_comparison, pass_comparison
@@ -18,6 +22,7 @@ from dashboard.figures.compare_cuda_memory import compare_cuda_memory_figure
 from dashboard.figures.compare_memory import compare_memory_figure
 from dashboard.figures.compare_passes import busy_figure, pass_figure
 from dashboard.figures.compare_planner import liveness_figure
+from dashboard.figures.plain import plain
 from dashboard.store import Run, RunStore
 from dashboard.views import run_views
 from dashboard.views.cache import per_run
@@ -36,6 +41,27 @@ def passes_figures(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, go.Fig
     busy = busy_comparison(run_views.gpu_busy_view(run_a, a.rank, None), run_views.gpu_busy_view(run_b, b.rank, None))
     return {"compare-passes": pass_figure(pass_comparison(kernels_a, kernels_b), a.label, b.label),
             "compare-busy": busy_figure(busy, a.label, b.label)}
+
+
+@per_run(16)
+def page_passes_figures(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, dict[str, Any]]:
+    """passes_figures as the page sends them: plain JSON values (never mutate), so a load serialises plain
+    values instead of validating and copying the figures again."""
+    return {name: plain(figure) for name, figure in passes_figures(run_a, run_b, a, b).items()}
+
+
+@per_run(16)
+def step_time(run: Run, rank: int | None) -> tuple[float | None, str]:
+    """analysis.rank_steps.step_time, cached: it finds the steps of every rank of the run (~15 ms a load)."""
+    return rank_steps.step_time(run, rank)
+
+
+@per_run(16)
+def compiler_comparison(run_a: Run, run_b: Run, wanted_a: Any, wanted_b: Any,
+                        wanted_position: Any) -> CompilerComparison | None:
+    """analysis.compare_compiler.compare_compiles, cached: aligning two compiles digests every IR text of both
+    (~30 ms on an 18 k-line dump) and the section is drawn on every load and pick."""
+    return compare_compiles(run_a, run_b, wanted_a, wanted_b, wanted_position)
 
 
 @per_run(16)
