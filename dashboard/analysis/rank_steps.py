@@ -58,7 +58,11 @@ def step_matrix(run: Run) -> pl.DataFrame:
 
 def step_time(run: Run, rank: int | None = None) -> tuple[float | None, str]:
     """(the step time of `run` or of one rank: rank_summaries.median_step_ns, which definition it used)."""
-    steps = step_matrix(run)
+    return step_time_of(step_matrix(run), rank)
+
+
+def step_time_of(steps: pl.DataFrame, rank: int | None = None) -> tuple[float | None, str]:
+    """step_time from a step_matrix already found (a view keeps one per run)."""
     if rank is not None:
         steps = steps.filter(pl.col("rank") == rank)
     return median_step_ns(steps), step_source(steps)

@@ -8,6 +8,7 @@ is the json module's C encoder over plain values, where a `go.Figure` would firs
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import plotly.graph_objects as go
@@ -17,3 +18,8 @@ from _plotly_utils.utils import PlotlyJSONEncoder
 def plain(figure: go.Figure) -> dict[str, Any]:
     """`figure` as plain JSON values (arrays as lists), as Dash would send the figure itself."""
     return json.loads(json.dumps(figure.to_plotly_json(), cls=PlotlyJSONEncoder))
+
+
+def plain_figures(figures: Mapping[str, go.Figure]) -> dict[str, dict[str, Any]]:
+    """Each of a page's named figures as `plain` values."""
+    return {name: plain(figure) for name, figure in figures.items()}

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from dashboard.analysis.compare import Side
 from dashboard.analysis.units import format_ns, time_unit_for
 from dashboard.figures.compare import delta_figure, layer_delta_figure, totals_scatter
-from dashboard.figures.plain import plain
+from dashboard.figures.plain import plain_figures
 from dashboard.store import Run, RunStore
 from dashboard.views import compare_sections, params, run_views
 from dashboard.views.cache import per_run
@@ -91,7 +91,7 @@ def page_kernel_figures(store: RunStore, compared: CompareView, state: State) ->
 @per_run(16)
 def _plain_kernel_figures(a_run: Run, b_run: Run, a: Side, b: Side, state: State) -> dict[str, dict[str, Any]]:
     compared = compare_view(RunStore.containing(a_run), a, b)
-    return {name: plain(figure) for name, figure in kernel_figures(compared, state).items()}
+    return plain_figures(kernel_figures(compared, state))
 
 
 def figures(run: Run, state: State) -> dict[str, go.Figure]:

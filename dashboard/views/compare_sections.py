@@ -22,9 +22,9 @@ from dashboard.figures.compare_cuda_memory import compare_cuda_memory_figure
 from dashboard.figures.compare_memory import compare_memory_figure
 from dashboard.figures.compare_passes import busy_figure, pass_figure
 from dashboard.figures.compare_planner import liveness_figure
-from dashboard.figures.plain import plain
+from dashboard.figures.plain import plain_figures
 from dashboard.store import Run, RunStore
-from dashboard.views import run_views
+from dashboard.views import ranks, run_views
 from dashboard.views.cache import per_run
 from dashboard.views.compare_sides import memory_rank, shared_evidence
 from dashboard.views.tinygrad_data import compare_side
@@ -47,13 +47,13 @@ def passes_figures(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, go.Fig
 def page_passes_figures(run_a: Run, run_b: Run, a: Side, b: Side) -> dict[str, dict[str, Any]]:
     """passes_figures as the page sends them: plain JSON values (never mutate), so a load serialises plain
     values instead of validating and copying the figures again."""
-    return {name: plain(figure) for name, figure in passes_figures(run_a, run_b, a, b).items()}
+    return plain_figures(passes_figures(run_a, run_b, a, b))
 
 
-@per_run(16)
 def step_time(run: Run, rank: int | None) -> tuple[float | None, str]:
-    """analysis.rank_steps.step_time, cached: it finds the steps of every rank of the run (~15 ms a load)."""
-    return rank_steps.step_time(run, rank)
+    """analysis.rank_steps.step_time on the run's step matrix as /ranks keeps it (views.ranks.steps): finding the
+    steps of every rank costs ~15 ms, too much for every load."""
+    return rank_steps.step_time_of(ranks.steps(run), rank)
 
 
 @per_run(16)

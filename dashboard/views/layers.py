@@ -20,7 +20,7 @@ from dashboard.analysis.layers import PASSES
 from dashboard.analysis.units import format_ns
 from dashboard.figures.kernels import TOTAL_ONE_RANK, top_kernels_figure, total_rank_sum
 from dashboard.figures.layers import PASS_LABELS, highlight_shapes, layer_box_figure, layer_order
-from dashboard.figures.plain import plain
+from dashboard.figures.plain import plain_figures
 from dashboard.store import Run
 from dashboard.views import params, run_views
 from dashboard.views.cache import per_run
@@ -175,7 +175,7 @@ def box_figures(run: Run, state: State) -> dict[str, go.Figure]:
 def page_box_figures(run: Run, state: State) -> dict[str, dict[str, Any]]:
     """`box_figures` as the page sends them, plain JSON values built once per run and state (never mutate):
     a load then serialises plain values instead of validating and copying two figures again."""
-    return {name: plain(figure) for name, figure in box_figures(run, state).items()}
+    return plain_figures(box_figures(run, state))
 
 
 def highlight(run: Run, state: State) -> list[dict[str, Any]]:
