@@ -20,7 +20,8 @@ Each page is opened once before timing so the server has read the run (the cost 
 a server process is printed by the per-page benchmarks). Timed in the page from the start of the navigation
 to the animation frame that paints the moment (the README's definition): "charts", every chart of the page
 drawn (every plotly graph has its SVG, the page's own marker is there: the IR of /compiler, the planner's
-graph canvas, the Runs page's rows); "all", every table's rows drawn too. Medians over `--reps`.
+channel graph painted (its preview, layouts/graph_preview.py), the Runs page's rows); "all", every table's
+rows drawn too, and the Cytoscape graph that takes the preview's place. Medians over `--reps`.
 
 The first row is the reference: benchmarks/bare_dash.py, a bare Dash app with the same plotly.js bundle and
 one 3-bar chart, timed the same way (the floor that Dash, React and plotly set on this machine before any
@@ -74,15 +75,17 @@ PAGES = {
 }
 # Records, in the page, when its charts are on screen and when the whole page is: in the animation frame
 # after the DOM change that completes each (a chart is drawn within one task, so that frame paints it).
-# "charts": the page's marker, every plotly graph's SVG and every cytoscape canvas; "all": every table (each
-# AfterCharts holds one) shows rows or says it has none.
+# "charts": the page's marker, every plotly graph's SVG and every graph preview painted; "all": every table (each
+# AfterCharts holds one) shows rows or says it has none, and every graph drawn after the charts has its canvas.
 PROBE = """
 (() => {
     const selector = SELECTORS[location.pathname];
-    const tableDrawn = el => el.querySelector('.ag-row, .ag-overlay-no-rows-wrapper, .ag-overlay-no-rows-center');
+    // A table shows rows or says it has none; a graph drawn after the charts (/planner) has its canvas.
+    const tableDrawn = el => el.querySelector(
+        '.ag-row, .ag-overlay-no-rows-wrapper, .ag-overlay-no-rows-center, canvas');
     const charts = () => selector && document.querySelector(selector) !== null
         && Array.from(document.querySelectorAll('.dash-graph')).every(g => g.querySelector('.main-svg'))
-        && Array.from(document.querySelectorAll('#planner-graph')).every(g => g.querySelector('canvas'));
+        && Array.from(document.querySelectorAll('.graph-preview')).every(g => g.dataset.drawn === 'true');
     const complete = () => charts()
         && Array.from(document.querySelectorAll('[data-after-charts], .ag-root-wrapper')).every(tableDrawn);
     const times = window.__firstRender = {};

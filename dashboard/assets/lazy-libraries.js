@@ -9,20 +9,38 @@
     if (!meta || !React) { return; }
     const libraries = JSON.parse(meta.getAttribute("content"));
     const standIns = {};
+    const reals = {};
     const loads = {};
 
     function loaded(namespace) {
-        return window[namespace] !== undefined && window[namespace] !== standIns[namespace];
+        return reals[namespace] !== undefined;
+    }
+
+    // The library's script defines window[namespace]. Its components stay the stand-ins there, which draw the
+    // real ones: the renderer looks a component's type up on every render, and a type that changed from the
+    // stand-in to the real one would make React throw the drawn component away and start a new one (a
+    // Cytoscape graph losing the classes the page set on it, a grid starting twice). Everything else the
+    // library defines (dash_ag_grid.getApi, ...) is the library's own.
+    function adopt(namespace) {
+        const real = window[namespace];
+        const stand = standIns[namespace];
+        if (real === undefined || real === stand) { return false; }
+        reals[namespace] = real;
+        Object.keys(real).forEach(function (key) {
+            if (libraries[namespace].types.indexOf(key) < 0) { stand[key] = real[key]; }
+        });
+        window[namespace] = stand;
+        return true;
     }
 
     function load(namespace) {
         if (!loads[namespace]) {
             loads[namespace] = new Promise(function (resolve, reject) {
-                if (loaded(namespace)) { resolve(window[namespace]); return; }
+                if (loaded(namespace)) { resolve(reals[namespace]); return; }
                 const script = document.createElement("script");
                 script.src = libraries[namespace].src;
                 script.onload = function () {
-                    if (loaded(namespace)) { resolve(window[namespace]); } else {
+                    if (adopt(namespace)) { resolve(reals[namespace]); } else {
                         reject(new Error(namespace + " did not define its components"));
                     }
                 };
@@ -45,7 +63,7 @@
                                      function (error) { if (live) { setFailure(String(error.message)); } });
                 return function () { live = false; };
             }, [ready]);
-            if (ready) { return React.createElement(window[namespace][type], props); }
+            if (ready) { return React.createElement(reals[namespace][type], props); }
             // Its place kept (id, classes, height) while the script loads; one line if it cannot.
             return React.createElement("div", {
                 id: props.id, className: props.className, style: props.style, "data-lazy-library": namespace,
@@ -61,7 +79,8 @@
         const stand = {};
         libraries[namespace].types.forEach(function (type) { stand[type] = standIn(namespace, type); });
         if (namespace === "dash_ag_grid") {
-            // dash-ag-grid's API lookup, used by clientside callbacks, answered once the grid is there.
+            // dash-ag-grid's API lookup, used by clientside callbacks, answered once the grid is there
+            // (then the library's own, see adopt).
             stand.getApiAsync = function (id) {
                 return load(namespace).then(function (real) { return real.getApiAsync(id); });
             };
@@ -90,6 +109,9 @@
         };
         window.requestAnimationFrame(check);
     }
+
+    // Whether a deferred library has loaded (tests, and scripts that need its own code).
+    window.dashboardLazyLibraries = {loaded: loaded};
 
     if (document.readyState === "complete") { loadAllWhenIdle(); } else {
         window.addEventListener("load", loadAllWhenIdle, {once: true});

@@ -8,6 +8,14 @@
     const SHORT_PX = 18, SCREEN_PX = 9, MAX_PX = 26;  // the short label's font: model px, on screen, at most
     const GRAPH_IDS = ["planner-graph"];
 
+    // Which op label at a zoom, and the short label's font size (null: the detail style's own); also asked by
+    // graph-preview.js, so the preview painted before Cytoscape reads the same.
+    function levelOfDetail(zoom) {
+        const detail = zoom >= DETAIL_ZOOM;
+        return {detail: detail, size: detail ? null : Math.round(Math.min(Math.max(SHORT_PX, SCREEN_PX / zoom), MAX_PX))};
+    }
+    window.plannerLevelOfDetail = levelOfDetail;
+
     function attach(container) {
         const cy = container && container._cyreg && container._cyreg.cy;
         if (!cy || cy.__levelOfDetail) { return; }
@@ -15,9 +23,10 @@
         let pending = false;
         const apply = function () {
             pending = false;
-            const detail = cy.zoom() >= DETAIL_ZOOM || Date.now() < (cy.__holdDetail || 0);
+            const held = Date.now() < (cy.__holdDetail || 0);
             // The short label grows as the graph zooms out, so it stays ~9 px on screen (within limits).
-            const size = detail ? null : Math.round(Math.min(Math.max(SHORT_PX, SCREEN_PX / cy.zoom()), MAX_PX));
+            const level = held ? {detail: true, size: null} : levelOfDetail(cy.zoom());
+            const detail = level.detail, size = level.size;
             const ops = cy.nodes(".op");
             const wrong = ops.filter(function (node) {
                 return node.hasClass("detail") !== detail || node.__shortPx !== size;

@@ -20,7 +20,7 @@ META_NAME = "dashboard-lazy-libraries"
 # screen draws one of them, where the script stays a plain tag in the page.
 LIBRARIES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "dash_ag_grid": (("AgGrid",), frozenset({"/"})),  # the Runs page is its grid
-    "dash_cytoscape": (("Cytoscape", "CyLeaflet"), frozenset({"/planner", "/compiler"})),  # graphs on top
+    "dash_cytoscape": (("Cytoscape", "CyLeaflet"), frozenset({"/compiler"})),  # /planner: a preview first
 }
 # namespace -> the chunks its components load on first draw. Where the library comes as a tag, its chunks
 # come as tags too: left lazy, a chunk is asked for only once React draws the component, and revalidated

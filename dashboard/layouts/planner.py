@@ -17,6 +17,7 @@ from dash import dcc, html
 from dashboard.analysis import planner_view as analysis
 from dashboard.figures.planner import CHANNEL_GRAPH_LAYOUT, DOT_GRAPH_LAYOUT, DOT_GRAPH_STYLESHEET, dot_graph_elements
 from dashboard.layouts.after_charts import AfterCharts
+from dashboard.layouts.graph_preview import previewed_graph
 from dashboard.layouts.grid_csv import csv_download
 from dashboard.layouts.page import chart
 from dashboard.layouts.planner_graphviz import graphviz_body, missing_notice
@@ -202,11 +203,15 @@ def planner_body(run: Run, state: view.State) -> list[Any]:
         # A fixed height: the graph must not move when the panel's text changes under a tap.
         html.Div(selection_panel(selection), id="planner-selection", className="planner-selection mb-2",
                  style={"height": f"{SELECTION_PANEL_HEIGHT}px", "overflowY": "auto"}),
-        cyto.Cytoscape(id=GRAPH_ID, elements=view.graph_elements(run, group, state.partition),
-                       layout=CHANNEL_GRAPH_LAYOUT, stylesheet=view.graph_stylesheet(run, group), minZoom=0.02,
-                       maxZoom=4, autoungrabify=True, autounselectify=True, boxSelectionEnabled=False,
-                       style={"height": f"{GRAPH_HEIGHT}px", "width": "100%", "border": "1px solid #dee2e6",
-                              "borderRadius": "6px"}),
+        # Painted at once from its drawing list; Cytoscape takes over once the charts are drawn.
+        previewed_graph(
+            cyto.Cytoscape(id=GRAPH_ID, elements=view.graph_elements(run, group, state.partition),
+                           layout=CHANNEL_GRAPH_LAYOUT, stylesheet=view.graph_stylesheet(run, group), minZoom=0.02,
+                           maxZoom=4, autoungrabify=True, autounselectify=True, boxSelectionEnabled=False,
+                           style={"height": f"{GRAPH_HEIGHT}px", "width": "100%", "border": "1px solid #dee2e6",
+                                  "borderRadius": "6px"}),
+            view.graph_preview(run, group, state.partition, selection.graph),
+            padding=CHANNEL_GRAPH_LAYOUT["padding"], height=GRAPH_HEIGHT),
         _graph_legend(),
     ], className="chart-card")
     selected_key = analysis.buffer_key(*state.buffer) if state.buffer and selection.buffer else None

@@ -15,6 +15,7 @@ draws and what the PNG export draws.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -33,6 +34,7 @@ from dashboard.figures.planner import (
     liveness_timeline,
 )
 from dashboard.figures.planner_big_graph import BIG_GRAPH_STYLESHEET, flat_partitions, is_big
+from dashboard.figures.planner_preview import packed, preview_spec
 from dashboard.figures.planner_selection import graph_selection, selection_shapes
 from dashboard.schema import empty
 from dashboard.store import Run
@@ -154,6 +156,17 @@ def is_big_graph(run: Run, group: str) -> bool:
     """Whether the group's whole graph is drawn the fast way (decided once per group, filters included)."""
     data = planner_data(run)
     return is_big(channel_graph_elements(data.ops, data.channels, group))
+
+
+def graph_preview(run: Run, group: str, partition: int | None, selection: dict[str, Any] | None) -> dict[str, Any]:
+    """The graph's drawing list (figures/planner_preview.py): what the page paints before Cytoscape starts."""
+    return _graph_preview(run, group, partition, json.dumps(selection, sort_keys=True))
+
+
+@per_run(64)
+def _graph_preview(run: Run, group: str, partition: int | None, selection: str) -> dict[str, Any]:
+    return packed(preview_spec(graph_elements(run, group, partition), graph_stylesheet(run, group),
+                               json.loads(selection)))
 
 
 def graph_stylesheet(run: Run, group: str) -> list[dict[str, Any]]:

@@ -34,8 +34,7 @@ def test_a_page_without_grids_fetches_them_only_after_its_charts(page: Page, ser
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
     # Then, the browser idle, both libraries are loaded for the pages that need them.
     page.wait_for_function(REAL_GRID, timeout=20_000)
-    page.wait_for_function("() => window.dash_cytoscape && window.dash_cytoscape.Cytoscape.displayName === undefined",
-                           timeout=20_000)
+    page.wait_for_function("() => window.dashboardLazyLibraries.loaded('dash_cytoscape')", timeout=20_000)
     first_chart = page.evaluate("() => window.__firstChartAt")
     for library in ("dash_ag_grid", "dash_cytoscape"):
         fetched = _fetched(page, library)
