@@ -262,6 +262,9 @@
             let frame = 0;
             const check = function () {
                 if (cytoscapeOf(props.graph_id)) {
+                    if (window.plannerAttachLevelOfDetail) {
+                        window.plannerAttachLevelOfDetail(document.getElementById(props.graph_id));
+                    }
                     frame = window.requestAnimationFrame(function () {
                         frame = window.requestAnimationFrame(function () { setCovered(true); });
                     });

@@ -57,6 +57,12 @@
         window.setTimeout(function () { cy.emit("zoom"); }, (ms || 4000) + 50);
     };
 
+    // graph-preview.js attaches it as soon as Cytoscape has started, so that Cytoscape's first frame, which
+    // replaces the preview, already has the labels' level of detail (the interval below may be 300 ms away).
+    window.plannerAttachLevelOfDetail = function (container) {
+        if (container && GRAPH_IDS.indexOf(container.id) >= 0) { attach(container); }
+    };
+
     window.setInterval(function () {
         GRAPH_IDS.forEach(function (id) { attach(document.getElementById(id)); });
     }, 300);

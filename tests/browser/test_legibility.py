@@ -232,6 +232,8 @@ def test_planner_liveness_op_ticks_in_view_and_graph_labels_hidden_at_fit(wide: 
     # zoomed in, the full label replaces it (level of detail, assets/planner-lod.js).
     wide.wait_for_function("() => { const el = document.querySelector('#planner-graph');"
                            " return el && el._cyreg && el._cyreg.cy.nodes('.op').length > 0; }", timeout=20_000)
+    # Cytoscape has replaced the graph's preview: from its first frame on, the labels are sized for the zoom.
+    expect(wide.locator("#planner-graph-preview")).to_have_attribute("data-covered", "true", timeout=20_000)
     fit = wide.evaluate("""() => {
         const cy = document.querySelector('#planner-graph')._cyreg.cy;
         const op = cy.nodes('.op')[0];

@@ -56,6 +56,11 @@ def test_the_preview_paints_what_cytoscape_then_draws(page: Page, server, planne
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(f"{server.url}/planner?run={planner_run}{selection}")
     expect(page.locator(PREVIEW)).to_have_attribute("data-drawn", "true", timeout=30_000)
+    expect(page.locator(PREVIEW)).to_have_attribute("data-covered", "true", timeout=30_000)
+    # When Cytoscape replaces the preview, its labels already have the preview's level of detail.
+    sizes = page.evaluate(f"""() => {{ const cy = {CY}; const lod = window.plannerLevelOfDetail(cy.zoom());
+        return [lod.size, ...new Set(cy.nodes('.op').map(n => parseFloat(n.style('font-size'))))]; }}""")
+    assert sizes[1:] == [sizes[0]]
     _cytoscape_drawn(page)
     # Cytoscape has drawn: the preview stepped aside, and it had fitted the graph exactly as Cytoscape fits it.
     expect(page.locator(PREVIEW)).to_be_hidden()
