@@ -183,6 +183,33 @@ def test_staging_of_a_live_owner_is_kept_and_of_an_unknown_owner_only_when_old(d
     assert live.is_dir() and not unknown.exists()
 
 
+def test_a_marker_is_written_whole_and_a_writer_killed_mid_write_leaves_nothing_for_long(data_dir: Path) -> None:
+    from dashboard.store.owners import read_owner, write_owner
+
+    staging = data_dir / ".staging"
+    staging.mkdir(parents=True)
+    write_owner(staging / "run-a.owner")
+    assert read_owner(staging / "run-a.owner") == {"pid": os.getpid(), "host": socket.gethostname()}
+    assert sorted(p.name for p in staging.iterdir()) == ["run-a.owner"]  # no part file left beside it
+    (staging / "run-a").mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    # A writer killed before its rename leaves only its part file, named by its pid: removed at once.
+    (staging / f"run-b.owner.{dead.pid}.part").write_text("")
+    # A live writer's part file stays.
+    (staging / f"run-c.owner.{os.getpid()}.part").write_text("")
+    # A marker naming nobody (an empty file, as a kill mid-write left before) goes once old.
+    (staging / "run-d.owner").write_text("")
+    store = RunStore(data_dir)
+    store.remove_stale_staging()
+    assert sorted(p.name for p in staging.iterdir()) == ["run-a", "run-a.owner", f"run-c.owner.{os.getpid()}.part",
+                                                          "run-d.owner"]
+    old = time.time() - 7 * 3600
+    os.utime(staging / "run-d.owner", (old, old))
+    store.remove_stale_staging()
+    assert sorted(p.name for p in staging.iterdir()) == ["run-a", "run-a.owner", f"run-c.owner.{os.getpid()}.part"]
+
+
 def test_every_ingest_start_clears_the_staging_of_dead_processes(data_dir: Path, tmp_path: Path,
                                                                  csv_collector) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

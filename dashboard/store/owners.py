@@ -46,11 +46,28 @@ def read_owner(marker: Path) -> dict[str, Any] | None:
     return owner if isinstance(owner, dict) else None
 
 
+PART_SUFFIX = ".part"
+
+
 def write_owner(marker: Path) -> None:
-    """Record this process as the owner of the work `marker` sits beside (no half-written marker is left
-    when the write fails: a full disk)."""
+    """Record this process as the owner of the work `marker` sits beside.
+
+    Written whole or not at all: the record goes to `<marker>.<pid>.part` and is renamed into place, so a
+    process killed mid-write (an ingest child stopped at its budget) leaves no empty marker that nobody
+    could attribute, only a part file whose name says whose it is (`partial_marker_is_orphaned`). A failed
+    write (a full disk) leaves neither.
+    """
+    part = marker.with_name(f"{marker.name}.{os.getpid()}{PART_SUFFIX}")
     try:
-        marker.write_text(json.dumps(current_owner()), encoding="utf-8")
+        part.write_text(json.dumps(current_owner()), encoding="utf-8")
+        os.replace(part, marker)
     except BaseException:
-        marker.unlink(missing_ok=True)
+        part.unlink(missing_ok=True)
         raise
+
+
+def partial_marker_is_orphaned(path: Path) -> bool:
+    """Whether `path` is a `write_owner` part file whose writer, a process of this host, is gone."""
+    stem, _, pid = path.name.removesuffix(PART_SUFFIX).rpartition(".")
+    return (path.name.endswith(PART_SUFFIX) and bool(stem) and pid.isdigit()
+            and owner_is_gone({"pid": int(pid), "host": socket.gethostname()}))

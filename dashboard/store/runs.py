@@ -34,7 +34,7 @@ from dashboard import schema
 from dashboard.store.checks import read_run_json, tables_problem
 from dashboard.store.files import copy_sources, write_tables
 from dashboard.store.memory import CACHE
-from dashboard.store.owners import owner_is_gone, read_owner, write_owner
+from dashboard.store.owners import owner_is_gone, partial_marker_is_orphaned, read_owner, write_owner
 from dashboard.store.run import PARTITION_GLOB, SUMMARY_PREFIX, Run, RunDamaged, RunInfo, RunNotFound
 
 RUN_FILE = "run.json"
@@ -263,10 +263,15 @@ class RunStore:
         now = time.time()
         for entry in self.staging_dir.iterdir():
             try:
+                if partial_marker_is_orphaned(entry):  # its writer was killed mid-write
+                    entry.unlink(missing_ok=True)
+                    continue
                 if entry.name.endswith(OWNER_SUFFIX):
-                    # A marker whose folder is gone (its writer died between the two steps).
-                    if not entry.with_name(entry.name.removesuffix(OWNER_SUFFIX)).exists() and owner_is_gone(
-                            read_owner(entry)):
+                    # A marker whose folder is gone (its writer died between the two steps); one that
+                    # names no owner (written before markers were written whole) goes by the age rule.
+                    owner = read_owner(entry)
+                    if not entry.with_name(entry.name.removesuffix(OWNER_SUFFIX)).exists() and (
+                            owner_is_gone(owner) or (owner is None and now - entry.stat().st_mtime > older_than_s)):
                         entry.unlink(missing_ok=True)
                     continue
                 if not entry.is_dir() or entry.is_symlink():
