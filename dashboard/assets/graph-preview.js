@@ -74,8 +74,8 @@
         return [node.x + dx * scale, node.y + dy * scale];
     }
 
-    function drawText(context, label, lines, size, x, y, zoom) {
-        if (size * zoom < label.min_px) { return; }
+    // Lines centred on (x, y); the callers leave out a label Cytoscape would not draw at this zoom.
+    function drawText(context, label, lines, size, x, y) {
         context.font = label.weight + " " + size + "px " + FONT;
         context.textAlign = "center";
         context.textBaseline = "middle";
@@ -109,7 +109,7 @@
             const lines = labelLines(context, label, size);
             const top = label.valign === "top";
             const y0 = top ? y - item.border_width / 2 - lines.length * size / 2 : item.y;
-            drawText(context, label, lines, size, item.x, y0, zoom);
+            drawText(context, label, lines, size, item.x, y0);
         }
         context.globalAlpha = 1;
     }
@@ -158,7 +158,7 @@
             context.fillRect(-width / 2, -label.size / 2, width, label.size);
             context.globalAlpha = edge.opacity;
             context.fillStyle = "#000000";
-            drawText(context, label, [label.text], label.size, 0, 0, zoom);
+            drawText(context, label, [label.text], label.size, 0, 0);
             context.restore();
         }
         context.globalAlpha = 1;

@@ -10,15 +10,15 @@ extra cytoscape layout bundle is needed. An op the emitter declares in several
 partitions (a consumer in each) gets one copy per partition; copies after the
 first carry the `replica` class and `data.node` names the original node.
 Channel edges: SMEM green (`smem`), TMEM red (`tmem`), MMA operand D bold
-(`operand-d`); highlighted channels and their ops get `highlight`, everything
-else `faded` while a highlight is on; a tapped op gets `marked`.
+(`operand-d`). A selection adds `highlight`, `faded` and `marked` to the elements
+concerned: in the browser (layouts/planner_scripts.py), and for the preview
+painted before Cytoscape, figures/planner_preview.selection_classes.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
 from typing import Any
 
 import polars as pl
@@ -65,26 +65,15 @@ def channel_graph_elements(
     ops: pl.DataFrame,
     channels: pl.DataFrame,
     group: str | None = None,
-    *,
-    highlight: Collection[int] | None = None,
-    marked_node: str | None = None,
 ) -> list[dict[str, Any]]:
     """Cytoscape elements: partitions (parents), ops (children, positioned), channel edges.
 
-    `highlight` is a set of channel uids (e.g. the channels of a selected buffer);
-    `marked_node` an op's node id (a tapped op). Frames may hold several groups
-    when `group` names the one to draw.
+    Frames may hold several groups when `group` names the one to draw.
     """
     if group is not None:
         ops = ops.filter(pl.col("group") == group)
         channels = channels.filter(pl.col("group") == group)
     ops = ops.sort("graph_order")
-    chosen = set(highlight or ())
-    lit_nodes = {
-        node
-        for row in channels.filter(pl.col("uid").is_in(list(chosen))).iter_rows(named=True)
-        for node in (row["src_node"], row["dst_node"])
-    }
     border = _endpoint_classes(channels)
     partitions = sorted({p for ps in ops["partitions"].to_list() for p in ps or []})
     columns = {p: i for i, p in enumerate(partitions)}
@@ -109,10 +98,6 @@ def channel_graph_elements(
             classes = ["op", border.get(row["node"], "no-channel")]
             if position:
                 classes.append("replica")
-            if chosen:
-                classes.append("highlight" if row["node"] in lit_nodes else "faded")
-            if row["node"] == marked_node:
-                classes.append("marked")
             elements.append({
                 "data": {"id": element_id, "parent": _parent_id(partition), "label": op_label(row),
                          "short": op_short_label(row),
@@ -129,8 +114,6 @@ def channel_graph_elements(
         classes = [(row["memory"] or "unknown").lower()]
         if row["operand_d"]:
             classes.append("operand-d")
-        if chosen:
-            classes.append("highlight" if row["uid"] in chosen else "faded")
         label = f"ch{row['uid']}" + (f" B{row['buffer_id']}" if row["buffer_id"] is not None else "")
         label += f" {row['name']}" if row["name"] else ""
         # A consumer declared in several partitions consumes in each of them.

@@ -8,7 +8,7 @@ then Cytoscape over it once the charts are drawn (AfterCharts), which takes over
 The list is resolved from the very elements and stylesheet that Cytoscape gets, by the same rules
 (`node` / `edge` / `.class` selectors in order, `data(...)` mappings; `:selected` only applies to a tap),
 so both draw the same picture. Compound partitions are sized as Cytoscape sizes them: their children's
-extent (bodies and borders) plus their padding. The selection (planner_selection.graph_selection) is
+bounding boxes plus their padding. The selection (planner_selection.graph_selection) is
 applied the way the page's clientside callback applies it to Cytoscape. Level of detail (which op label,
 how big) depends on the zoom, which only the browser knows: each op carries its short and its detail
 label, and the browser picks one with assets/planner-lod.js's rule.
@@ -148,7 +148,7 @@ def preview_spec(elements: list[dict[str, Any]], stylesheet: list[dict[str, Any]
         nodes.append(node)
         if data.get("parent"):
             children.setdefault(data["parent"], []).append(len(nodes) - 1)
-    parents = [_parent_box(element, stylesheet, [nodes[i] for i in children[element["data"]["id"]]])
+    parents = [_parent_box(element, styles, [nodes[i] for i in children[element["data"]["id"]]])
                for element in elements if element["data"]["id"] in children]
     edges = []
     for element in elements:
@@ -171,10 +171,9 @@ def bounds_margin(item: dict[str, Any]) -> float:
     return item["border_width"] / 2 + 1
 
 
-def _parent_box(element: dict[str, Any], stylesheet: list[dict[str, Any]],
-                members: list[dict[str, Any]]) -> dict[str, Any]:
+def _parent_box(element: dict[str, Any], styles: _Styles, members: list[dict[str, Any]]) -> dict[str, Any]:
     """A compound node as Cytoscape sizes it: its children's bounding boxes, plus its padding."""
-    style = resolve_style(stylesheet, "node", _classes(element), element["data"])
+    style = styles("node", _classes(element), element["data"])
     pad = float(style["padding"])
     x1 = min(m["x"] - m["w"] / 2 - bounds_margin(m) for m in members) - pad
     x2 = max(m["x"] + m["w"] / 2 + bounds_margin(m) for m in members) + pad

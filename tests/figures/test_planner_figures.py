@@ -13,6 +13,8 @@ from dashboard.collectors import registry
 from dashboard.demo import ws_dumps
 from dashboard.figures import planner
 from dashboard.figures.planner import FADED
+from dashboard.figures.planner_preview import selection_classes
+from dashboard.figures.planner_selection import graph_selection
 
 G1, G2 = "ws#1", "ws#2"
 
@@ -122,14 +124,17 @@ def test_channel_graph_edge_classes(tables: dict[str, pl.DataFrame]) -> None:
 
 
 def test_channel_graph_highlight_and_marked_op(tables: dict[str, pl.DataFrame]) -> None:
+    # A selected buffer's channels and their ends, and a tapped op, as the page's selection classes them.
     channels = tables["ws_channels"].filter(pl.col("group") == G1)
     chosen = channels.filter(pl.col("memory") == "TMEM")["uid"].head(2).to_list()
-    elements = planner.channel_graph_elements(tables["ws_ops"], channels, G1, highlight=chosen,
-                                              marked_node="op_op_44")
+    ends = set(channels.filter(pl.col("uid").is_in(chosen)).select("src_node", "dst_node").to_numpy().ravel())
+    elements = planner.channel_graph_elements(tables["ws_ops"], channels, G1)
+    added = selection_classes(elements, graph_selection(chosen, ends, ["op_op_44"]))
+    elements = [{**e, "classes": " ".join([e.get("classes", ""), *sorted(added.get(e["data"]["id"], ()))])}
+                for e in elements]
     lit = {e["data"]["uid"] for e in _edges(elements) if "highlight" in e["classes"].split()}
     assert lit == set(chosen)
     assert all("faded" in e["classes"] for e in _edges(elements) if e["data"]["uid"] not in lit)
-    ends = set(channels.filter(pl.col("uid").is_in(chosen)).select("src_node", "dst_node").to_numpy().ravel())
     lit_nodes = {e["data"]["node"] for e in _nodes(elements) if "highlight" in e["classes"].split()}
     assert lit_nodes == ends
     marked = [e for e in _nodes(elements) if "marked" in e["classes"].split()]
