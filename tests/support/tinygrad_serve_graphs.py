@@ -21,11 +21,27 @@ def main(rewrites_path: str, steps: list[str]) -> None:
     # (`pystr`, for its text panel) and of every INDEX in a label (`UOp.render`, which simplifies the
     # expression first) cost nearly all of its time (229 s for one 53-match step of the shared sample)
     # and are left out. The nodes, edges, folding and highlighting are serve's own code.
+    # The rest of each label past its op's name (ranges, shapes, wrapped args, an INDEX's rendered
+    # expression and ranges) is never read either: serve's label helpers are stubbed in its module,
+    # and the `sum` that opens an INDEX's label lines raises, so `uop_to_json`'s own `except` ends that
+    # label there (it costs a toposort of every INDEX source: about half of what was left). Which
+    # nodes a graph has, their sources, `exclude` and `change` are computed before and apart from
+    # the label text, by the same code.
+    import contextlib
+
     from tinygrad.uop.ops import RewriteTrace, UOp
     from tinygrad.viz import serve as viz
 
     viz.pystr = lambda uop: ""
     UOp.render = lambda self, *args, **kwargs: ""
+    for helper in ("multirange_str", "range_str", "shape_to_str", "mask_to_str", "word_wrap"):
+        setattr(viz, helper, lambda *args, **kwargs: "")
+    viz.soft_err = lambda fn=None: contextlib.suppress(Exception)  # only ever guards label parts here
+
+    def index_label_left_out(*args: object) -> int:
+        raise LookupError("an INDEX label's expression is not compared")
+
+    viz.sum = index_label_left_out
     data = viz.VizData(viz.load_pickle(rewrites_path, default=RewriteTrace([], [], {})))
     viz.load_rewrites(data)
     out: dict[str, list[dict]] = {}
@@ -39,7 +55,7 @@ def main(rewrites_path: str, steps: list[str]) -> None:
             graphs.append({"nodes": nodes, "changed": changed,
                            "excluded": sum(1 for node in graph.values() if node["exclude"])})
         out[key] = graphs
-    json.dump(out, sys.stdout)
+    sys.stdout.write(json.dumps(out))
 
 
 if __name__ == "__main__":
