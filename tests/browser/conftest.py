@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.demo_copy import demo_copy
+
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -93,10 +95,12 @@ def start_server(data_dir: Path, log_path: Path, *extra_args: str, env: dict | N
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The app serving a data folder seeded with the bundled demo."""
+def server(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> Iterator[Server]:
+    """The app serving a data folder seeded with the bundled demo: a copy of the session's seeded demo
+    (the same `seed_demo` a first start runs; the first start itself is tests/test_first_start.py's),
+    instead of ~14 s of seeding per server."""
     root = tmp_path_factory.mktemp("server")
-    running = start_server(root / "data", root / "server.log")
+    running = start_server(demo_copy(demo_template, root / "data"), root / "server.log")
     yield running
     running.stop()
 

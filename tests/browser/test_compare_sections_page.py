@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -16,15 +17,16 @@ from dashboard.demo import tt_memory_log
 from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
 from tests.browser.conftest import Server, start_server
+from tests.support.demo_copy import demo_copy
 from tests.support.kernel_tables import kernel_tables
 from tests.support.native_select import choose
 from tests.support.settled_click import click_centre
 
 
 @pytest.fixture(scope="module")
-def compare_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def compare_server(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("compare-sections")
-    running = start_server(root / "data", root / "server.log")
+    running = start_server(demo_copy(demo_template, root / "data"), root / "server.log")
     store = RunStore(running.data_dir)
     memory = next(info.id for info in store.list_runs() if info.name == "demo-memory")
     planner = next(info.id for info in store.list_runs() if info.name == "demo-planner")
