@@ -241,7 +241,9 @@ def test_planner_liveness_op_ticks_in_view_and_graph_labels_hidden_at_fit(wide: 
                 short: op.data('short'), min: parseFloat(op.style('min-zoomed-font-size'))}; }""")
     assert fit["label"] == fit["short"] and fit["short"].startswith("[")
     assert fit["font"] * fit["zoom"] >= 8.5 > fit["min"] - 0.1  # drawn, at 8.5 px or more on screen
-    wide.evaluate("() => document.querySelector('#planner-graph')._cyreg.cy.zoom(1.2)")
+    # A block body: `cy.zoom(level)` returns the Cytoscape core, which Playwright would serialize whole as the
+    # result (9-27 s, most of the test's time).
+    wide.evaluate("() => { document.querySelector('#planner-graph')._cyreg.cy.zoom(1.2); }")
     wide.wait_for_function("""() => { const cy = document.querySelector('#planner-graph')._cyreg.cy;
         const op = cy.nodes('.op')[0]; return op.hasClass('detail') && op.style('label') === op.data('label'); }""",
                            timeout=5_000)
