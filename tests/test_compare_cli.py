@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from dashboard.cli.main import cli
-from dashboard.demo import seed_demo, tt_memory_log
+from dashboard.demo import tt_memory_log
 from dashboard.ingest.pipeline import ingest_paths
 from dashboard.store import RunStore
+from tests.support.demo_copy import demo_copy
 
 NUMBER = (int, float)
 OPTIONAL_NUMBER = (int, float, type(None))
@@ -51,11 +52,14 @@ def check(value: Any, spec: Any, where: str = "$") -> None:
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+def data(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> tuple[Path, dict[str, str]]:
     root = tmp_path_factory.mktemp("compare-cli")
-    store = RunStore(root / "data")
-    # By run name (the demo's training job has earlier versions of the same name: the newest, last, wins).
-    ids = {store.open(run_id).info.name: run_id for run_id in seed_demo(store)}
+    store = RunStore(demo_copy(demo_template, root / "data"))  # the session's seeded demo, copied
+    # By run name (the demo's training job has earlier versions of the same name: the newest wins;
+    # list_runs is newest first).
+    ids: dict[str, str] = {}
+    for info in store.list_runs():
+        ids.setdefault(info.name, info.id)
     ids["demo-memory-small"] = ingest_paths(store, tt_memory_log.write(root / "mem2", n_ops=200),
                                             name="demo-memory-small")
     return root / "data", ids
