@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
 
 from dashboard.analysis.insights import run_insights
 from dashboard.app import create_app
-from dashboard.demo import write_demo_sources
+from dashboard.demo import SOURCE_DEMOS
 from dashboard.ingest.pipeline import ingest_paths
 from dashboard.layouts.shell import URL_STATE
 from dashboard.settings import Settings
@@ -21,9 +22,12 @@ from tests.support.triton_demo import requires_triton_demo
 def no_kernel_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, str], RunStore]:
     """A store holding only the demo's planner run, then its compiler run (newest): no kernel evidence."""
     data_dir = tmp_path_factory.mktemp("data")
-    sources = write_demo_sources(tmp_path_factory.mktemp("sources"))
+    # Only these two demos' sources, written as write_demo_sources writes them (not the other demos', a real
+    # tinygrad run among them: ~5 s).
+    folder, modules = tmp_path_factory.mktemp("sources"), dict(SOURCE_DEMOS)
     store = RunStore(data_dir)
-    ids = {name: ingest_paths(store, sources[name]) for name in ("demo-planner", "demo-compiler")}
+    ids = {name: ingest_paths(store, importlib.import_module(modules[name]).write(folder / name))
+           for name in ("demo-planner", "demo-compiler")}
     app = create_app(Settings(data_dir=data_dir, seed_demo=False))
     return app.server.test_client(), ids, store
 

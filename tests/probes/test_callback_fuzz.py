@@ -17,17 +17,19 @@ from pathlib import Path
 import pytest
 
 from tests.support.callback_fuzz import fuzz_bodies
+from tests.support.demo_copy import demo_copy
 
 BANNER = re.compile(r"^[^\n]{1,320} \(error [0-9a-f]{8}; the details are in the server's log\)$")
 PYTHON_WORDS = re.compile(r"\b\w*(Error|Exception|Traceback)\b|\bErrno\b|File \"")
 
 
 @pytest.fixture(scope="module")
-def demo_app(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def demo_app(tmp_path_factory: pytest.TempPathFactory, demo_template: Path) -> dict:
     from dashboard.app import create_app
     from dashboard.settings import Settings
 
-    data = tmp_path_factory.mktemp("fuzz") / "data"
+    # The demo's runs: a copy of the session's seeded demo (seeding finds runs there and does nothing).
+    data = demo_copy(demo_template, tmp_path_factory.mktemp("fuzz") / "data")
     app = create_app(Settings(data_dir=data, seed_demo=True))
     client = app.server.test_client()
     client.get("/")
