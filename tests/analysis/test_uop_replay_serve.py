@@ -23,7 +23,7 @@ from dashboard.analysis.uop_graph import UOpColumns, toposort
 from dashboard.analysis.uop_replay import StepReplay, step_spec
 from dashboard.analysis.uop_shown import excluded_nodes
 from dashboard.collectors import registry
-from dashboard.demo.tinygrad_viz import DEMO_PROGRAM, run_tinygrad, tinygrad_installed
+from dashboard.demo.tinygrad_viz import _real_demo_bytes, tinygrad_installed
 
 pytestmark = [pytest.mark.skipif(not tinygrad_installed(), reason="tinygrad is not installed (the `tinygrad` extra)"),
               pytest.mark.timeout(900)]
@@ -81,7 +81,12 @@ def test_every_graph_of_the_shared_sample_is_tinygrads(shared_dir: Path) -> None
 
 @pytest.fixture(scope="module")
 def demo_rewrites(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    rewrites, _ = run_tinygrad(DEMO_PROGRAM, tmp_path_factory.mktemp("tinygrad-demo"), {"DEV": "CPU", "HCQ2": "1"})
+    # The demo's own real run (DEMO_PROGRAM with DEV=CPU HCQ2=1, by run_tinygrad), made once per process and
+    # shared with the demo's seeding, rather than a second identical run (~5 s).
+    real = _real_demo_bytes()
+    assert real is not None, "tinygrad is installed but its run of the demo's program failed (see the log)"
+    rewrites = tmp_path_factory.mktemp("tinygrad-demo") / "rewrites.pkl"
+    rewrites.write_bytes(real[0])
     return rewrites
 
 
