@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,19 +16,23 @@ from dashboard.layouts.shell import URL_STATE
 from dashboard.settings import Settings
 from dashboard.store import RunStore
 from tests.support.dash_requests import HOST, by_id, components, dash_layout
+from tests.support.demo_copy import demo_sources
 from tests.support.triton_demo import requires_triton_demo
 
 
 @pytest.fixture(scope="module")
-def no_kernel_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, str], RunStore]:
+def no_kernel_runs(tmp_path_factory: pytest.TempPathFactory,
+                   demo_template: Path) -> tuple[Any, dict[str, str], RunStore]:
     """A store holding only the demo's planner run, then its compiler run (newest): no kernel evidence."""
     data_dir = tmp_path_factory.mktemp("data")
-    # Only these two demos' sources, written as write_demo_sources writes them (not the other demos', a real
-    # tinygrad run among them: ~5 s).
-    folder, modules = tmp_path_factory.mktemp("sources"), dict(SOURCE_DEMOS)
+    # The demo's sources of these two: the planner's written as write_demo_sources writes it, the compiler's
+    # (a real Triton compile, ~6 s) as the session's seeding wrote it. Not the other demos' (a real tinygrad
+    # run among them: ~5 s).
+    planner = importlib.import_module(dict(SOURCE_DEMOS)["demo-planner"])
+    sources = {"demo-planner": planner.write(tmp_path_factory.mktemp("sources") / "demo-planner"),
+               "demo-compiler": demo_sources(demo_template, "demo-compiler")}
     store = RunStore(data_dir)
-    ids = {name: ingest_paths(store, importlib.import_module(modules[name]).write(folder / name))
-           for name in ("demo-planner", "demo-compiler")}
+    ids = {name: ingest_paths(store, sources[name]) for name in ("demo-planner", "demo-compiler")}
     app = create_app(Settings(data_dir=data_dir, seed_demo=False))
     return app.server.test_client(), ids, store
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from dashboard.demo import torch_snapshot, triton_compile
+from dashboard.demo import torch_snapshot
 from dashboard.demo.triton_ir_text import generated_log
 from dashboard.store import RunStore
+from tests.support.demo_copy import demo_sources
 from tests.support.triton_demo import requires_triton
 from tools.gpu_check.checks import (
     SNAPSHOT_PEAK_BOUND,
@@ -101,9 +102,11 @@ def test_triton_checks_on_a_dump_log(tmp_path: Path) -> None:
 
 
 @requires_triton
-def test_triton_checks_on_real_triton_output(tmp_path: Path) -> None:
-    # The demo compiles add_kernel twice for Hopper and a matmul for Blackwell: a dump of two targets.
-    dump = triton_compile.write(tmp_path / "compile")[0]
+def test_triton_checks_on_real_triton_output(tmp_path: Path, demo_template: Path) -> None:
+    # The demo compiles add_kernel twice for Hopper and a matmul for Blackwell: a dump of two targets. Its dump
+    # as the session's seeding wrote it (triton_compile.write: the same real compile), copied.
+    seeded = next(path for path in demo_sources(demo_template, "demo-compiler") if path.suffix == ".txt")
+    dump = Path(shutil.copyfile(seeded, tmp_path / seeded.name))
     headers = count_dump_headers(dump)
     tables = _triton_run(tmp_path, dump)
     target, steps, _ = triton_checks(tables["ir_kernels"], tables["ir_steps"], headers,
