@@ -9,7 +9,6 @@ run start in a unit fitted to the window.
 from __future__ import annotations
 
 import base64
-import math
 from functools import lru_cache
 from typing import Any
 
@@ -20,14 +19,14 @@ import polars as pl
 
 from dashboard.analysis.timeline import MIN_WINDOW_NS, OVERLAY_GROUP, TimelineView
 from dashboard.analysis.units import bytes_unit_for, format_ns, window_span_text
-from dashboard.figures.text_width import text_px
 from dashboard.figures.theme import TEMPLATE, empty_figure
 from dashboard.figures.timeline_colours import STACK_COLOUR, colour_table, copy_colour
-from dashboard.figures.timeline_legend import LANE_LEGEND, LEGEND_PX, lane_legend, lane_legend_layout
+from dashboard.figures.timeline_legend import key_annotation, key_px, lane_key
 from dashboard.figures.timeline_marks import (
     TEXT_SIZE,
     TimeAxis,
     Trace,
+    bar_colours,
     bar_trace,
     escape_html,
     exact_bars,
@@ -112,12 +111,11 @@ def _stack_traces(view: TimelineView, stack: int, axis: TimeAxis) -> tuple[list[
         frames = with_geometry(frames.drop("short", strict=False), view, axis).join(
             colour_table(functions).select(pl.col("name").alias("function"), "colour"), on="function", how="left")
         frames = frames.with_columns(escape_html(pl.col("function")).alias("text"), (pl.col("depth") + 0.5).alias("y"))
-        for (colour,), group in groups(frames, "colour"):
-            traces.append(bar_trace(group, "y", colour, width=0.9, name="frames",
-                               text=group.get_column("text").to_numpy().astype(str),
-                               customdata=numbers(group, "depth", "duration_s"),
-                               hovertemplate="%{text}<br>depth %{customdata[0]} · %{customdata[1]:.3~s}s"
-                                             "<extra></extra>"))
+        traces.append(bar_trace(frames, "y", bar_colours(frames), width=0.9, name="frames",
+                                text=frames.get_column("text").to_numpy().astype(str),
+                                customdata=numbers(frames, "depth", "duration_s"),
+                                hovertemplate="%{text}<br>depth %{customdata[0]} · %{customdata[1]:.3~s}s"
+                                              "<extra></extra>"))
     return traces, deepest
 
 
@@ -221,6 +219,9 @@ def _figure_spec(view: TimelineView, title: str, colour: str = "kernel") -> dict
             "domain": domains[number - 1], "anchor": "x", "fixedrange": True, **yaxis}
 
     rows = {lane: float(row) for row, lane in enumerate(main.get_column("lane").to_list())}
+    key = lane_key(view, colour)
+    if (key_note := key_annotation(key)) is not None:
+        layout["annotations"] = [key_note]
     heatmap = lane_heatmap(view.cells, rows, list(rows.values()), view, axis, selection_active, colour)
     bars = exact_bars(view.events, rows, view, axis, selection_active, mode=colour)
     overlays = [trace for trace in (match_trace(view, axis), focus_trace(view, rows, axis)) if trace is not None]
@@ -229,7 +230,7 @@ def _figure_spec(view: TimelineView, title: str, colour: str = "kernel") -> dict
     labels = ([view.search] if view.search is not None else []) + main.get_column("label").to_list()
     buckets = [heatmap, row_gaps(list(rows.values()), view, axis)] if heatmap is not None else []
     panel(1, [*buckets, *bars, *overlays,
-              *flow_traces(view.flows, rows, axis), *lane_legend(view, colour)],
+              *flow_traces(view.flows, rows, axis)],
           tickmode="array", tickvals=ticks, ticktext=labels,
           range=[max(3, len(rows)) - 0.5, top - 0.5], showgrid=False, zeroline=False, ticks="")
     number = 2
@@ -282,12 +283,11 @@ def _figure_spec(view: TimelineView, title: str, colour: str = "kernel") -> dict
         "title": {"text": f"{title} · {_window_text(view)}"},
         # The key's widest entry (or group title) sets the right margin, the copy legend under the axis the
         # bottom one: reserved here, plotly draws the figure once instead of growing the margins and redrawing.
-        "margin": {"l": 150, "r": max(LEGEND_PX, _key_px(traces)), "t": 100, "b": 112},
+        "margin": {"l": 150, "r": key_px(key), "t": 100, "b": 112},
         # Names inside bars only where they fit at a legible size (never shrunk to a smudge).
         "uniformtext": {"mode": "hide", "minsize": TEXT_SIZE - 2},
         # Legend (copy kinds) under the time axis title: the top edge holds the repeated time axis.
         "legend": {"orientation": "h", "y": -70 / plot_px, "yanchor": "top", "x": 0.0, "xanchor": "left"},
-        LANE_LEGEND: lane_legend_layout(plot_px),
         # What the browser's keys need (assets/timeline-keys.js): the run's extent and the selected
         # event's on this axis, the narrowest window, and the window drawn.
         "meta": {"origin_ns": view.run_start_ns, "divisor": axis.divisor, "unit": axis.unit,
@@ -297,11 +297,3 @@ def _figure_spec(view: TimelineView, title: str, colour: str = "kernel") -> dict
                  "focus": _focus_range(view, axis)},
     }}
 
-
-def _key_px(traces: list[dict[str, Any]]) -> int:
-    """Right margin (px) for the lane key: its widest entry (marker, gap, name) or group title, padded."""
-    keyed = [trace for trace in traces if trace.get("legend") == LANE_LEGEND and trace.get("showlegend")]
-    names = [str(trace.get("name") or "") for trace in keyed]
-    titles = [str((trace.get("legendgrouptitle") or {}).get("text") or "") for trace in keyed]
-    return max([math.ceil(text_px(name) + 90) for name in names] + [math.ceil(text_px(t) + 52) for t in titles],
-               default=0)

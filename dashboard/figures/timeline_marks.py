@@ -171,7 +171,18 @@ def clickable(frame: pl.DataFrame, *columns: str) -> list[list[float | None]]:
     return [[None if value != value else value for value in row] for row in matrix.tolist()]
 
 
-def bar_trace(group: pl.DataFrame, y: str, colour: str, **properties: Any) -> Trace:
+def bar_colours(group: pl.DataFrame) -> str | np.ndarray:
+    """The `colour` column as one colour when the bars share it, else one per bar.
+
+    Bars of many colours go in one trace: plotly.js sets every trace up and
+    styles it on its own, so a trace per colour cost a page's first draw
+    more than its bars did (the lanes' ranges, a stack panel's frames).
+    """
+    colours = group.get_column("colour")
+    return str(colours[0]) if colours.n_unique() == 1 else colours.to_numpy().astype(str)
+
+
+def bar_trace(group: pl.DataFrame, y: str, colour: str | np.ndarray, **properties: Any) -> Trace:
     # Plain dicts take plotly.js's nested names (marker.color), not plotly.py's `marker_color` shorthand.
     trace = dict(type="bar", base=group.get_column("x0").to_numpy(), x=group.get_column("length").to_numpy(),
                  y=group.get_column(y).to_numpy().astype(np.float64), orientation="h",
@@ -227,10 +238,11 @@ def exact_bars(events: pl.DataFrame, rows: dict[int, float], view: TimelineView,
     """One bar per event of the exact lanes in `rows` (lane -> y).
 
     With `by_name`, a trace per kernel or copy name, so its full name is sent
-    once, in the hover template; otherwise (the kernels under a stack panel) a
-    trace per colour with short names per bar. Ranges, steps, API calls and
-    passes: a trace per colour. Every bar but a pass band names its event in
-    its first customdata columns (REF_COLUMNS), which a click reads.
+    once, in the hover template; otherwise (the kernels under a stack panel)
+    short names per bar. Ranges, steps and API calls: a trace per kind, each
+    bar in its own colour; passes: a trace per pass. Every bar but a pass band
+    names its event in its first customdata columns (REF_COLUMNS), which a
+    click reads.
     """
     events = events.filter(pl.col("lane").is_in(list(rows)))
     if events.is_empty():
@@ -249,7 +261,10 @@ def exact_bars(events: pl.DataFrame, rows: dict[int, float], view: TimelineView,
     timing = "start %{customdata[5]:.5~s}s · duration %{customdata[6]:.3~s}s"
     kernels = events.filter(pl.col("kind") == "kernel").with_columns(
         pl.col("flop_rate").is_not_null().alias("rated"), pl.col("byte_rate").is_not_null().alias("byte_rated"))
-    for (colour, rated, byte_rated, *named), group in groups(kernels, "colour", "rated", "byte_rated",
+    # By name: a trace per name, whose full name its hover template carries once. Otherwise a trace per
+    # hover form (rates known or not) and shade (greyed kernels are see-through), each bar its own colour.
+    kernels = kernels.with_columns((pl.col("colour") == GREY).alias("greyed"))
+    for (greyed, rated, byte_rated, *named), group in groups(kernels, "greyed", "rated", "byte_rated",
                                                            *(["name", "short"] if by_name else [])):
         rate = ("<br>%{customdata[7]:.3~s}FLOP/s" if rated else "") + \
             ("<br>%{customdata[8]:.3~s}B/s (estimated bytes moved)" if byte_rated else "")
@@ -260,7 +275,7 @@ def exact_bars(events: pl.DataFrame, rows: dict[int, float], view: TimelineView,
         else:
             label = "<b>%{hovertext}</b>"
             extra = {"name": "kernels", "hovertext": group.get_column("short").to_numpy().astype(str)}
-        traces.append(bar_trace(group, "y", colour, width=0.8, opacity=0.7 if colour == GREY else 1.0,
+        traces.append(bar_trace(group, "y", bar_colours(group), width=0.8, opacity=0.7 if greyed else 1.0,
                                 customdata=clickable(group, "start_s", "duration_s", "flop_rate", "byte_rate"),
                                 hovertemplate=f"{label}<br>{timing}{rate}<extra></extra>", **extra))
     for (name, colour), group in groups(events.filter(pl.col("kind") == "memcpy"), "name", "colour"):
@@ -272,9 +287,9 @@ def exact_bars(events: pl.DataFrame, rows: dict[int, float], view: TimelineView,
     others = events.filter(~pl.col("kind").is_in(["kernel", "memcpy", "pass"])).with_columns(
         pl.concat_str(escape_html(pl.col("short")), pl.lit(" <i>("), pl.col("category").fill_null(pl.col("kind")),
                       pl.lit(")</i>")).alias("hover"))
-    for (kind, colour), group in groups(others, "kind", "colour"):
-        traces.append(bar_trace(group, "y", colour, width=0.8, name={"api": "API calls", "step": "steps"}.get(
-                                    kind, "ranges"),
+    for (kind,), group in groups(others, "kind"):
+        name = {"api": "API calls", "step": "steps"}.get(kind, "ranges")
+        traces.append(bar_trace(group, "y", bar_colours(group), width=0.8, name=name,
                                 customdata=clickable(group, "start_s", "duration_s"),
                                 hovertext=group.get_column("hover").to_numpy().astype(str),
                                 hovertemplate=f"%{{hovertext}}<br>{timing}<extra></extra>"))

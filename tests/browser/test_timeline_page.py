@@ -20,6 +20,7 @@ from dashboard.store import RunStore
 from dashboard.views.params import format_window, parse_window
 from tests.support.kernel_tables import CPU_THREAD, EPOCH_NS, KERNEL_NAMES, kernel_tables
 from tests.support.native_select import choose
+from tests.support.timeline_key import lane_key
 
 GRAPH = "#timeline-graph .js-plotly-plot"
 
@@ -360,7 +361,7 @@ def test_the_nsight_systems_demo_shows_its_cuda_api_lanes_with_sync_calls_in_red
     open_timeline(page, server, nsys_run, rank="0")
     labels = page.evaluate(f"() => document.querySelector('{GRAPH}').layout.yaxis.ticktext")
     assert any(label.startswith("r0 · CUDA API ") for label in labels), labels
-    key = page.locator(f"{GRAPH} g.legend2 text.legend2text")
+    key = lane_key(page).locator("tspan.line")
     expect(key.filter(has_text="CUDA API calls")).to_have_count(1)
     expect(key.filter(has_text="synchronising (CPU waits)")).to_have_count(1)
     # Zoomed onto a synchronising call, it is its own bar in red.
@@ -370,5 +371,5 @@ def test_the_nsight_systems_demo_shows_its_cuda_api_lanes_with_sync_calls_in_red
     expect(page).to_have_url(re.compile(r"ev=api\."), timeout=15_000)
     expect(page.locator("#timeline-details")).to_contain_text("synchronising: the CPU waits for the GPU")
     page.wait_for_function(f"""() => document.querySelector('{GRAPH}').data.some(
-        t => t.type === 'bar' && t.name === 'API calls' && t.marker.color === '#D62728')""")
+        t => t.type === 'bar' && t.name === 'API calls' && [].concat(t.marker.color).includes('#D62728'))""")
     assert console_errors == []

@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 from dashboard.collectors.kineto.collector import COLLECTOR
 from dashboard.store import RunStore
 from tests.support.kineto_passes_trace import Shape, write
+from tests.support.timeline_key import lane_key
 
 GRAPH = "#timeline-graph .js-plotly-plot"
 
@@ -29,9 +30,11 @@ def test_passes_and_ranges_lanes_have_a_key_that_overlaps_nothing(page: Page, se
     page.goto(f"{server.url}/timeline?run={run_id}")
     expect(page.locator(f"{GRAPH} .main-svg").first).to_be_visible(timeout=20_000)
     page.wait_for_load_state("networkidle")
-    key = page.locator(f"{GRAPH} g.legend2")
+    key = lane_key(page)
     expect(key).to_be_visible()
-    texts = [text.text_content() for text in key.locator("text.legend2text").all()]  # group titles, then entries
+    # group titles, then entries (each after its coloured square)
+    texts = [line.text_content().removeprefix("■ ") for line in key.locator("tspan.line").all()]
+    texts = [text for text in texts if text]  # the blank line between groups
     assert texts[:4] == ["passes (per step)", "forward", "backward", "optimizer"]
     titles = [text for text in texts if text.endswith(("in view", "steps", "calls"))]
     assert titles == ["kernels (colour = name): most GPU time in view", "ranges (colour = name): most time in view",

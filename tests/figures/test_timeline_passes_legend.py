@@ -3,6 +3,8 @@ ranges lanes."""
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -12,7 +14,7 @@ from dashboard.analysis.timeline import prepare_timeline, timeline_view
 from dashboard.collectors.kineto.collector import COLLECTOR
 from dashboard.figures.theme import PASS_COLOURS
 from dashboard.figures.timeline import timeline_figure_dict
-from dashboard.figures.timeline_legend import LANE_LEGEND, LEGEND_RANGE_NAMES
+from dashboard.figures.timeline_legend import LANE_KEY, LEGEND_RANGE_NAMES
 from dashboard.figures.timeline_marks import PASS_STRIPE
 from tests.support.kineto_passes_trace import Shape, write
 from tests.support.typed_arrays import decoded
@@ -44,21 +46,35 @@ def test_passes_lane_draws_one_bar_per_pass_per_step_and_rank_on_its_stripe(tmp_
     assert all(bar["width"] < PASS_STRIPE for bar in bars.values())
 
 
+def _key_groups(figure: dict) -> dict[str, list[tuple[str, str]]]:
+    """The key annotation read back: group title -> [(colour, name)] in its order."""
+    (key,) = [note for note in figure["layout"].get("annotations", []) if note.get("name") == LANE_KEY]
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for line in key["text"].split("<br>"):
+        if not line:  # the blank line between groups
+            continue
+        if title := re.fullmatch(r"<b>(.*)</b>", line):
+            entries = groups.setdefault(title[1], [])
+        else:
+            entry = re.fullmatch(r"<span style='color:(#[0-9A-Fa-f]{6})'>■</span> (.*)", line)
+            assert entry is not None, line
+            entries.append((entry[1], html.unescape(entry[2])))
+    return groups
+
+
 def test_the_lane_key_lists_the_passes_and_the_ranges_with_most_time(tmp_path: Path) -> None:
     figure = _figure(tmp_path)
-    key = [t for t in figure["data"] if t.get("legend") == LANE_LEGEND]
-    passes = [t["name"] for t in key if t["legendgroup"] == "passes"]
-    assert passes == ["forward", "backward", "optimizer"]
-    assert [t["marker"]["color"] for t in key if t["legendgroup"] == "passes"] == [
-        PASS_COLOURS["forward"], PASS_COLOURS["backward"], PASS_COLOURS["optimizer"]]
-    ranges = [t["name"] for t in key if t["legendgroup"] == "ranges"]
+    groups = _key_groups(figure)
+    passes = groups["passes (per step)"]
+    assert passes == [(PASS_COLOURS[name], name) for name in ("forward", "backward", "optimizer")]
+    ranges = [name for _, name in groups["ranges (colour = name): most time in view"]]
     # after the steps (left out: each is one bar, named in its hover), `## backward ##` holds the most time
     # (420 µs per step), then the optimizer step (100 µs) and the convolution backward node (60 µs)
     assert len(ranges) == LEGEND_RANGE_NAMES
     assert ranges[:3] == ["## backward ##", "Optimizer.step#SGD.step", "autograd::engine…volutionBackward0"]
-    assert all(t["x"] == [None] and t["showlegend"] for t in key)  # entries only: nothing drawn
-    legend = figure["layout"][LANE_LEGEND]
-    # Right of the lanes, in the figure's right margin: clear of the title and of both time axes.
-    assert legend["itemclick"] is False and legend["xanchor"] == "left" and legend["x"] >= 1
-
-
+    assert not any(trace.get("legend") for trace in figure["data"])  # a key, not traces: nothing drawn
+    (key,) = [note for note in figure["layout"]["annotations"] if note.get("name") == LANE_KEY]
+    # Right of the lanes, in the figure's right margin (which holds its widest line): clear of the title and
+    # of both time axes.
+    assert key["xanchor"] == "left" and key["x"] >= 1 and key["xref"] == "paper"
+    assert figure["layout"]["margin"]["r"] >= 240
