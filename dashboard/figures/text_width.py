@@ -5,7 +5,9 @@ Why: plotly's `automargin` measures the labels after a first drawing and, when t
 the margin, draws the whole chart a second time; on a page of long kernel names that second drawing is
 most of a chart's time in the browser (tens of ms each). A margin at least as wide as the labels leaves
 nothing to grow, so plotly draws once; `automargin` stays on as the safety net where the estimate falls
-short (another font, another size).
+short (another font, another size), but for the bar charts of kernel names (/kernels, /compare): there
+`automargin` measured every label after drawing it, a sixth of /compare's drawing time, and the estimate
+(wider than the label in every font tested, tests/figures/test_text_width.py) is the margin.
 
 The widths are DejaVu Sans's advance widths (per 1000 units of the font size), the default sans-serif of
 Linux desktops and among the widest of the UI fonts a browser picks for the theme's `system-ui` stack:
