@@ -21,6 +21,7 @@ from dashboard.figures.kernels import (
     fast_figure,
     figure_height,
     kernel_colours,
+    name_axis,
     selected_points,
     tick_labels,
     wrap_name,
@@ -114,9 +115,7 @@ def _change_bars(deltas: list[float], labels: list[str], rows: pl.DataFrame, cus
         "dragmode": False,
         "bargap": 0.25, "annotations": [_RATIO_HEADER], "yaxis2": _ratio_axis(ratios),
         "xaxis": {"title": {"text": f"{what} ({unit})"}, "zeroline": True, "zerolinewidth": 2},
-        # The left margin holds the widest label as estimated wide (text_width), so plotly need not measure
-        # each label for `automargin`: that measuring was a sixth of /compare's drawing, for nothing to grow.
-        "yaxis": {"autorange": "reversed", "automargin": False, "categoryorder": "array", "categoryarray": labels},
+        "yaxis": name_axis(labels),
     })
 
 

@@ -89,6 +89,16 @@ def tick_labels(labels: list[str]) -> list[str]:
     return [label_lines(label) for label in labels]
 
 
+def name_axis(labels: list[str]) -> dict[str, Any]:
+    """The y axis of a bar chart of names, top to bottom in the given order.
+
+    No `automargin`: the figure's left margin is `label_margin(labels)`, estimated wide (text_width), and
+    plotly's automargin measured every label after drawing it (a sixth of /compare's drawing) for nothing
+    to grow.
+    """
+    return {"autorange": "reversed", "automargin": False, "categoryorder": "array", "categoryarray": labels}
+
+
 def figure_height(rows: int, two_lines: bool = False) -> int:
     """A bar chart's height: its margins and a row per bar, taller rows when a label takes two lines."""
     return max(260, BAR_CHART_MARGINS + (TWO_LINE_BAR_HEIGHT if two_lines else BAR_HEIGHT) * rows)
@@ -161,9 +171,7 @@ def top_kernels_figure(summary: pl.DataFrame, top_n: int = 20, selected: Collect
         "margin": {"l": label_margin(labels), "r": 50, "t": 64, "b": 48}, "clickmode": "event", "dragmode": False,
         "bargap": 0.25,
         "xaxis": {"title": {"text": x_title}, "rangemode": "tozero"},
-        # The left margin holds the widest label as estimated wide (text_width), so plotly need not measure
-        # each label for `automargin`: that measuring was a sixth of /compare's drawing, for nothing to grow.
-        "yaxis": {"autorange": "reversed", "automargin": False, "categoryorder": "array", "categoryarray": labels},
+        "yaxis": name_axis(labels),
     })
 
 

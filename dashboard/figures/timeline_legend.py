@@ -119,9 +119,10 @@ def key_annotation(entries: list[KeyEntry]) -> dict[str, Any] | None:
         return None
     lines: list[str] = []
     for index, entry in enumerate(entries):
+        if index and entry.group != entries[index - 1].group:
+            lines.append("")  # a blank line between groups (plotly keeps an empty line's height)
         if index == 0 or entry.group != entries[index - 1].group:
-            # a group after another starts after a blank line (plotly keeps an empty line's height)
-            lines += [""] * bool(index) + [f"<b>{html.escape(entry.title)}</b>"]
+            lines.append(f"<b>{html.escape(entry.title)}</b>")
         lines.append(f"<span style='color:{entry.colour}'>{_SQUARE}</span> {html.escape(entry.name)}")
     return {"text": "<br>".join(lines), "name": LANE_KEY, "xref": "paper", "yref": "paper", "x": 1.0, "y": 1.0,
             "xanchor": "left", "yanchor": "top", "xshift": 12, "align": "left", "showarrow": False,
@@ -131,5 +132,5 @@ def key_annotation(entries: list[KeyEntry]) -> dict[str, Any] | None:
 def key_px(entries: list[KeyEntry]) -> int:
     """Right margin (px) that holds the key: its widest line (square, space, name) or bold group title."""
     names = [text_px(f"{_SQUARE} {entry.name}", KEY_FONT_PX) for entry in entries]
-    titles = [text_px(entry.title, KEY_FONT_PX) * 1.1 for entry in entries]  # bold draws ~10 % wider
+    titles = [text_px(title, KEY_FONT_PX) * 1.1 for title in {entry.title for entry in entries}]  # bold: ~10 % wider
     return max([LEGEND_PX, *(int(width) + 30 for width in names + titles)])
